@@ -1,0 +1,96 @@
+// Package format holds what every trajectory format adapter shares: the
+// Adapter contract, the bounded structural Probe used for detection, typed
+// errors, and helpers for lenient reading (JSONL lines, content parts,
+// timestamps, extra fields). Adapters live in subpackages; the ingest
+// package orders them and runs detection.
+package format
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// DefaultMaxDetectionBytes bounds how much of a file detection may read.
+const DefaultMaxDetectionBytes = 1 << 20
+
+// Format names, as they appear in runs.source_format (with a layout suffix)
+// and in sources.format.
+const (
+	ATIF      = "atif"
+	OpenAI    = "openai"
+	ACTF      = "actf"
+	Canonical = "canonical"
+)
+
+// Source identifies the file being read, for _file_ and error locations.
+type Source struct {
+	// Path is how errors and warnings name the file (a local path or a
+	// Dataset-relative path).
+	Path string
+	// File is the value written to the _file_ column.
+	File string
+}
+
+// Emit receives each normalized Storyline. The Storyline is owned by the
+// receiver after the call; adapters must not reuse it.
+type Emit func(*model.Storyline) error
+
+// Adapter reads one family of trajectory formats.
+type Adapter interface {
+	// Name is the format name (ATIF, OpenAI, ...).
+	Name() string
+	// Detect inspects the bounded probe and returns the layout it
+	// recognizes (e.g. "json", "jsonl", "codex-rollout"), or ok=false.
+	Detect(p *Probe) (layout string, ok bool)
+	// Normalize streams r, which holds a file of the detected layout, and
+	// calls emit once per Storyline in file order. It must never load an
+	// unbounded number of Storylines at once, and must return a *ParseError
+	// (never panic) for input it cannot read.
+	Normalize(ctx context.Context, r io.Reader, src Source, layout string, emit Emit) error
+}
+
+// ErrUnrecognized is matched (errors.Is) by every UnrecognizedError.
+var ErrUnrecognized = errors.New("unrecognized format")
+
+// UnrecognizedError says why no adapter accepted a file.
+type UnrecognizedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *UnrecognizedError) Error() string {
+	return fmt.Sprintf("%s: unrecognized format: %s", e.Path, e.Reason)
+}
+
+func (e *UnrecognizedError) Is(target error) bool { return target == ErrUnrecognized }
+
+// ParseError locates a failure to read a file: a 1-based line for
+// line-oriented layouts and/or a JSON pointer inside a document.
+type ParseError struct {
+	Path    string
+	Line    int64
+	Pointer string
+	Err     error
+}
+
+func (e *ParseError) Error() string {
+	loc := e.Path
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Pointer != "" {
+		loc += "#" + e.Pointer
+	}
+	return loc + ": " + e.Err.Error()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Errorf builds a ParseError for src.
+func Errorf(src Source, line int64, pointer, format string, args ...any) *ParseError {
+	return &ParseError{Path: src.Path, Line: line, Pointer: pointer, Err: fmt.Errorf(format, args...)}
+}

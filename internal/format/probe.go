@@ -1,0 +1,234 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"path"
+	"strings"
+)
+
+// Shape is the top-level structure of a file, as far as the probe could see.
+type Shape int
+
+const (
+	ShapeUnknown Shape = iota
+	ShapeObject        // one JSON object document
+	ShapeArray         // one JSON array document
+	ShapeLines         // one JSON value per line (JSONL / NDJSON)
+)
+
+func (s Shape) String() string {
+	return [...]string{"unknown", "object", "array", "lines"}[s]
+}
+
+// Probe is the structural view of a file's first bytes that detection works
+// on. It never holds more than the detection limit.
+type Probe struct {
+	Name      string // file name, for extension hints
+	Prefix    []byte
+	Truncated bool // the file is longer than Prefix
+	Shape     Shape
+	// First is the document (ShapeObject), the first element (ShapeArray)
+	// or the first non-blank line (ShapeLines). Second is the next element
+	// or line when the prefix holds it. Either may be nil.
+	First, Second *Obj
+	// Note explains a structural problem (not JSON, empty, ...), for
+	// "why was this file not recognized" messages.
+	Note string
+}
+
+// Obj is a top-level JSON object seen through a bounded prefix: its keys in
+// order, and the values that were complete inside the prefix.
+type Obj struct {
+	Keys      []string
+	Values    map[string]json.RawMessage
+	Truncated bool // the prefix ended inside this object
+}
+
+// Has reports whether the object has key k (even if its value was cut off).
+func (o *Obj) Has(k string) bool {
+	if o == nil {
+		return false
+	}
+	for _, key := range o.Keys {
+		if key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Str returns the value of k when it is a complete JSON string.
+func (o *Obj) Str(k string) string {
+	if o == nil {
+		return ""
+	}
+	var s string
+	if raw, ok := o.Values[k]; ok && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// Sub returns the value of k as an object, when it is a complete object or at
+// least its beginning is inside the prefix (the raw value is parsed
+// leniently).
+func (o *Obj) Sub(k string) *Obj {
+	if o == nil {
+		return nil
+	}
+	raw, ok := o.Values[k]
+	if !ok {
+		return nil
+	}
+	sub, _ := scanObject(raw)
+	return sub
+}
+
+// FirstElem returns the first element of k's array value as an object.
+func (o *Obj) FirstElem(k string) *Obj {
+	if o == nil {
+		return nil
+	}
+	raw, ok := o.Values[k]
+	if !ok {
+		return nil
+	}
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	elem, _ := scanObject(bytes.TrimLeft(raw[1:], " \t\r\n"))
+	return elem
+}
+
+// ReadProbe reads at most limit bytes from r and builds the probe.
+func ReadProbe(r io.Reader, name string, limit int64) (*Probe, error) {
+	if limit <= 0 {
+		limit = DefaultMaxDetectionBytes
+	}
+	buf, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	p := &Probe{Name: name}
+	if int64(len(buf)) > limit {
+		buf, p.Truncated = buf[:limit], true
+	}
+	p.Prefix = buf
+	p.analyze()
+	return p, nil
+}
+
+// NewProbe builds a probe over an in-memory prefix (tests, fuzzing).
+func NewProbe(name string, prefix []byte, truncated bool) *Probe {
+	p := &Probe{Name: name, Prefix: prefix, Truncated: truncated}
+	p.analyze()
+	return p
+}
+
+// LinesHint reports whether the file name says JSON Lines.
+func (p *Probe) LinesHint() bool {
+	ext := strings.ToLower(path.Ext(p.Name))
+	return ext == ".jsonl" || ext == ".ndjson"
+}
+
+func (p *Probe) analyze() {
+	data := bytes.TrimPrefix(p.Prefix, []byte("\xef\xbb\xbf")) // UTF-8 BOM
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 {
+		p.Note = "file is empty"
+		return
+	}
+	switch data[0] {
+	case '{':
+		first, rest := scanObject(data)
+		p.First = first
+		if first == nil {
+			p.Note = "starts with '{' but is not a JSON object"
+			return
+		}
+		// A second top-level value after the first one means JSON Lines.
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		switch {
+		case first.Truncated && p.LinesHint():
+			p.Shape = ShapeLines
+		case first.Truncated:
+			p.Shape = ShapeObject
+		case len(rest) > 0 && rest[0] == '{':
+			p.Shape = ShapeLines
+			p.Second, _ = scanObject(rest)
+		case len(rest) == 0 && p.LinesHint():
+			p.Shape = ShapeLines
+		case len(rest) == 0:
+			p.Shape = ShapeObject
+		default:
+			p.Shape = ShapeUnknown
+			p.Note = "unexpected data after the first JSON object"
+		}
+	case '[':
+		p.Shape = ShapeArray
+		elems := bytes.TrimLeft(data[1:], " \t\r\n")
+		if len(elems) > 0 && elems[0] == '{' {
+			var rest []byte
+			p.First, rest = scanObject(elems)
+			rest = bytes.TrimLeft(rest, " \t\r\n")
+			if len(rest) > 0 && rest[0] == ',' {
+				p.Second, _ = scanObject(bytes.TrimLeft(rest[1:], " \t\r\n"))
+			}
+		}
+	default:
+		p.Note = "does not start with a JSON object or array"
+	}
+}
+
+// scanObject reads the object at the start of data as far as the data goes.
+// It returns nil when data does not start with a JSON object, and the bytes
+// after the object when it was complete.
+func scanObject(data []byte) (*Obj, []byte) {
+	if len(data) == 0 || data[0] != '{' {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return nil, nil
+	}
+	obj := &Obj{Values: map[string]json.RawMessage{}}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			obj.Truncated = true
+			return obj, nil
+		}
+		if d, ok := tok.(json.Delim); ok && d == '}' {
+			return obj, data[dec.InputOffset():]
+		}
+		key, ok := tok.(string)
+		if !ok {
+			obj.Truncated = true
+			return obj, nil
+		}
+		obj.Keys = append(obj.Keys, key)
+		start := dec.InputOffset()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			obj.Truncated = true
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				// Keep the partial value: Sub/FirstElem can still look inside it.
+				obj.Values[key] = partialValue(data[start:])
+			}
+			return obj, nil
+		}
+		obj.Values[key] = raw
+	}
+}
+
+// partialValue returns a cut-off value without the separator the decoder
+// left in front of it.
+func partialValue(b []byte) json.RawMessage {
+	b = bytes.TrimLeft(b, " \t\r\n:")
+	return json.RawMessage(b)
+}

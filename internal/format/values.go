@@ -1,0 +1,339 @@
+package format
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+)
+
+// Message kinds shared by adapters.
+const (
+	KindText       = "text"
+	KindMultimodal = "multimodal"
+)
+
+// IsNull reports whether raw is absent or JSON null.
+func IsNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// String decodes raw as a JSON string; other scalars are returned as their
+// JSON text, and null/absent as "".
+func String(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if jsonx.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// Int decodes raw as an integer (accepting integral floats and numeric
+// strings, which loose producers emit).
+func Int(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return 0, false
+	}
+	s := string(raw)
+	if raw[0] == '"' {
+		s = String(raw)
+	}
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, true
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<62 {
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// Float decodes raw as a number (or a numeric string).
+func Float(raw json.RawMessage) (float64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return 0, false
+	}
+	s := string(raw)
+	if raw[0] == '"' {
+		s = String(raw)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// Bool decodes raw as a boolean.
+func Bool(raw json.RawMessage) (bool, bool) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// Time parses a timestamp in any of the forms producers use: RFC 3339 /
+// ISO 8601 strings (with or without zone; no zone means UTC), or epoch
+// numbers in seconds, milliseconds or microseconds (chosen by magnitude).
+// The result is UTC.
+func Time(raw json.RawMessage) (time.Time, bool) {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return time.Time{}, false
+	}
+	if raw[0] == '"' {
+		return ParseTimeString(String(raw))
+	}
+	f, ok := Float(raw)
+	if !ok {
+		return time.Time{}, false
+	}
+	return EpochTime(f)
+}
+
+// EpochTime converts an epoch number whose unit is chosen by magnitude.
+func EpochTime(f float64) (time.Time, bool) {
+	if f <= 0 {
+		return time.Time{}, false
+	}
+	var t time.Time
+	switch {
+	case f < 1e11: // seconds (until year 5138)
+		sec, frac := math.Modf(f)
+		t = time.Unix(int64(sec), int64(frac*1e9))
+	case f < 1e14: // milliseconds
+		t = time.UnixMilli(int64(f))
+	case f < 1e17: // microseconds
+		t = time.UnixMicro(int64(f))
+	default: // nanoseconds
+		t = time.Unix(0, int64(f))
+	}
+	return t.UTC(), true
+}
+
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999Z0700",
+	"2006-01-02",
+}
+
+// ParseTimeString parses an ISO 8601 / RFC 3339 timestamp string (or an
+// epoch number written as a string).
+func ParseTimeString(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, false
+	}
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return EpochTime(f)
+	}
+	return time.Time{}, false
+}
+
+// Content flattens a message or tool-output content value into column text.
+// A string is kept as is; an array of text parts is joined with newlines;
+// anything else (multimodal parts, objects) is kept as compact JSON, with
+// inline base64 data replaced by a digest reference so that megabytes of
+// image data never land in a text column. kind is KindText or
+// KindMultimodal; ok is false for null/absent content.
+func Content(raw json.RawMessage) (text string, kind string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return "", KindText, false
+	}
+	switch raw[0] {
+	case '"':
+		return String(raw), KindText, true
+	case '[':
+		var parts []map[string]json.RawMessage
+		if jsonx.Unmarshal(raw, &parts) == nil {
+			if texts, allText := textParts(parts); allText {
+				return strings.Join(texts, "\n"), KindText, true
+			}
+		}
+		return string(StripInlineData(raw)), KindMultimodal, true
+	case '{':
+		return string(StripInlineData(raw)), KindText, true
+	}
+	return string(raw), KindText, true
+}
+
+// textParts returns the texts of parts when every part is a text part
+// ({type: text|input_text|output_text, text} or a bare {text}).
+func textParts(parts []map[string]json.RawMessage) ([]string, bool) {
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p == nil {
+			return nil, false
+		}
+		switch String(p["type"]) {
+		case "", "text", "input_text", "output_text", "summary_text", "reasoning_text":
+		default:
+			return nil, false
+		}
+		t, ok := p["text"]
+		if !ok {
+			return nil, false
+		}
+		texts = append(texts, String(t))
+	}
+	return texts, true
+}
+
+const inlineDataMin = 256
+
+// StripInlineData replaces base64 payloads (data: URIs and long "data" /
+// "file_data" / "b64_json" strings) inside a JSON value with a
+// "sha256:<hex>;len=<n>" reference. Invalid JSON is returned unchanged.
+func StripInlineData(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte("base64")) && !bytes.Contains(raw, []byte(`"data"`)) &&
+		!bytes.Contains(raw, []byte(`"file_data"`)) && !bytes.Contains(raw, []byte(`"b64_json"`)) {
+		return raw
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	v = stripValue(v, "")
+	out, err := jsonx.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func stripValue(v any, key string) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = stripValue(e, k)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = stripValue(e, key)
+		}
+		return t
+	case string:
+		if len(t) >= inlineDataMin && (strings.HasPrefix(t, "data:") ||
+			key == "data" || key == "file_data" || key == "b64_json") {
+			sum := sha256.Sum256([]byte(t))
+			return "sha256:" + hex.EncodeToString(sum[:]) + ";len=" + strconv.Itoa(len(t))
+		}
+	}
+	return v
+}
+
+// Extra returns the members of obj whose keys are not in known, as a compact
+// JSON object with sorted keys, or nil when nothing is left.
+func Extra(obj map[string]json.RawMessage, known ...string) *string {
+	var keys []string
+outer:
+	for k := range obj {
+		for _, kn := range known {
+			if k == kn {
+				continue outer
+			}
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := jsonx.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(compact(obj[k]))
+	}
+	b.WriteByte('}')
+	s := b.String()
+	return &s
+}
+
+// MergeExtra adds key=value (JSON) into an extra object (nil = empty).
+func MergeExtra(extra *string, key string, value json.RawMessage) *string {
+	obj := map[string]json.RawMessage{}
+	if extra != nil {
+		_ = jsonx.Unmarshal([]byte(*extra), &obj)
+	}
+	obj[key] = value
+	return Extra(obj)
+}
+
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		s, _ := jsonx.Marshal(string(raw))
+		return s
+	}
+	return b.Bytes()
+}
+
+// ArgumentsText normalizes tool-call arguments: objects/arrays become compact
+// JSON text; a string is kept raw (OpenAI encodes arguments as a JSON
+// string). valid says whether the text parses as JSON.
+func ArgumentsText(raw json.RawMessage) (text *string, valid bool) {
+	raw = bytes.TrimSpace(raw)
+	if IsNull(raw) {
+		return nil, false
+	}
+	var s string
+	if raw[0] == '"' {
+		s = String(raw)
+	} else {
+		s = string(compact(raw))
+	}
+	return &s, json.Valid([]byte(s))
+}
+
+// Pointer builds a JSON pointer (RFC 6901) from path parts.
+func Pointer(parts ...any) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		switch v := p.(type) {
+		case string:
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "~", "~0"), "/", "~1"))
+		case int:
+			b.WriteString(strconv.Itoa(v))
+		case int64:
+			b.WriteString(strconv.FormatInt(v, 10))
+		}
+	}
+	return b.String()
+}

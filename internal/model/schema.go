@@ -1,0 +1,76 @@
+package model
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Column describes one column of a relation in SQL terms.
+type Column struct {
+	Name     string
+	SQLType  string // DuckDB type name
+	Nullable bool
+}
+
+// Relation names of the Storyline and events tables.
+const (
+	RelRuns      = "runs"
+	RelSteps     = "steps"
+	RelToolCalls = "tool_calls"
+	RelEvents    = "events"
+)
+
+// Schemas maps each row relation to its fixed column list, in order. The
+// lists are derived from the struct tags so the Parquet writer, the SQL
+// views and the docs can never disagree.
+var Schemas = map[string][]Column{
+	RelRuns:      columnsOf(Run{}),
+	RelSteps:     columnsOf(Step{}),
+	RelToolCalls: columnsOf(ToolCall{}),
+	RelEvents:    columnsOf(Event{}),
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+func columnsOf(v any) []Column {
+	t := reflect.TypeOf(v)
+	cols := make([]Column, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("parquet")
+		name := strings.Split(tag, ",")[0]
+		ft, nullable := f.Type, false
+		if ft.Kind() == reflect.Pointer {
+			ft, nullable = ft.Elem(), true
+		}
+		var sqlType string
+		switch {
+		case ft == timeType:
+			sqlType = "TIMESTAMPTZ"
+		case ft.Kind() == reflect.String:
+			sqlType = "VARCHAR"
+		case ft.Kind() == reflect.Int64:
+			sqlType = "BIGINT"
+		case ft.Kind() == reflect.Float64:
+			sqlType = "DOUBLE"
+		case ft.Kind() == reflect.Bool:
+			sqlType = "BOOLEAN"
+		default:
+			panic(fmt.Sprintf("model: field %s has no SQL mapping", f.Name))
+		}
+		cols = append(cols, Column{Name: name, SQLType: sqlType, Nullable: nullable})
+	}
+	return cols
+}
+
+// ColumnNames returns the column names of a relation in order.
+func ColumnNames(rel string) []string {
+	cols := Schemas[rel]
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
+}

@@ -120,18 +120,18 @@ type Step struct {
 	Source    string `parquet:"source" json:"source"`
 	// MessageKind is text, multimodal, tool_calls_only, refusal, reasoning,
 	// system_op, or a source item type.
-	MessageKind     string     `parquet:"message_kind" json:"message_kind"`
-	MessageValue    *string    `parquet:"message_value,optional" json:"message_value"`
-	Reasoning       *string    `parquet:"reasoning,optional" json:"reasoning"`
-	ModelName       *string    `parquet:"model_name,optional" json:"model_name"`
-	Timestamp       *time.Time `parquet:"timestamp,optional,timestamp(microsecond)" json:"timestamp"`
-	PromptTokens    *int64     `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
-	CompletionTokens *int64    `parquet:"completion_tokens,optional" json:"completion_tokens"`
-	CachedTokens    *int64     `parquet:"cached_tokens,optional" json:"cached_tokens"`
-	ReasoningTokens *int64     `parquet:"reasoning_tokens,optional" json:"reasoning_tokens"`
-	CostUSD         *float64   `parquet:"cost_usd,optional" json:"cost_usd"`
-	LLMCallCount    *int64     `parquet:"llm_call_count,optional" json:"llm_call_count"`
-	IsCopiedContext bool       `parquet:"is_copied_context" json:"is_copied_context"`
+	MessageKind      string     `parquet:"message_kind" json:"message_kind"`
+	MessageValue     *string    `parquet:"message_value,optional" json:"message_value"`
+	Reasoning        *string    `parquet:"reasoning,optional" json:"reasoning"`
+	ModelName        *string    `parquet:"model_name,optional" json:"model_name"`
+	Timestamp        *time.Time `parquet:"timestamp,optional,timestamp(microsecond)" json:"timestamp"`
+	PromptTokens     *int64     `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
+	CompletionTokens *int64     `parquet:"completion_tokens,optional" json:"completion_tokens"`
+	CachedTokens     *int64     `parquet:"cached_tokens,optional" json:"cached_tokens"`
+	ReasoningTokens  *int64     `parquet:"reasoning_tokens,optional" json:"reasoning_tokens"`
+	CostUSD          *float64   `parquet:"cost_usd,optional" json:"cost_usd"`
+	LLMCallCount     *int64     `parquet:"llm_call_count,optional" json:"llm_call_count"`
+	IsCopiedContext  bool       `parquet:"is_copied_context" json:"is_copied_context"`
 	// Observation holds step-level observation content that is not a tool
 	// result (system operations, results of non-tool actions), as text.
 	Observation *string `parquet:"observation,optional" json:"observation"`

@@ -1,0 +1,76 @@
+// Package cli implements the pchronicle command line. Each command lives in
+// its own file and registers itself with register, so commands can be added
+// without touching a shared switchboard.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+var commands []func(*env) *cobra.Command
+
+// register adds a command constructor; called from init functions.
+func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
+
+// env carries the process streams, so commands never touch os.Std* and tests
+// can run the CLI in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// ExitError carries a specific exit code out of a command.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// NewRoot builds the command tree.
+func NewRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pchronicle",
+		Short: "Query folders and buckets of AI-agent trajectories with SQL",
+		Long: `pchronicle opens a folder or bucket of agent trajectories (ATIF, OpenAI
+messages and Codex rollouts, ACTF/ATOF traces, canonical events, and
+pchronicle's own stores), normalizes them into runs, steps and tool_calls,
+and lets you inspect, import and query them.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	for _, f := range commands {
+		root.AddCommand(f(e))
+	}
+	return root
+}
+
+// Execute runs the CLI with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := NewRoot(e)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "pchronicle:", err)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}

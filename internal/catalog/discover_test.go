@@ -1,0 +1,198 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tree creates files (path → content) under a temp dir; a path ending in "/"
+// is an empty directory.
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func files(srcs []*DiscoveredSource) string {
+	var out []string
+	for _, s := range srcs {
+		out = append(out, s.File+":"+string(s.Kind))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestDiscoverMixedRecursive(t *testing.T) {
+	root := tree(t, map[string]string{
+		"b/run.jsonl":                       "{}",
+		"a/trajectory.json":                 "{}",
+		"a/notes.txt":                       "not a source",
+		"store/CURRENT":                     "gen-000001\n",
+		"store/gen-000001/runs.parquet":     "",
+		"store/inner.json":                  "{} (inside a composite root: not a source)",
+		"live/events.lance/_manifest.json":  "{}",
+		"live/events.lance/segments/x.json": "{}",
+		"compact/chronicle.manifest":        "kind = \"leaf\"",
+		"compact/part-0.jsonl":              "{}",
+		"c.NDJSON":                          "{}",
+		"empty/":                            "",
+		"not-events/_manifest.json":         "{}",
+	})
+	got, err := Discover(context.Background(), root, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a/trajectory.json:file b/run.jsonl:file c.NDJSON:file compact:compact live/events.lance:events not-events/_manifest.json:file store:storyline"
+	if files(got) != want {
+		t.Fatalf("sources:\n got %s\nwant %s", files(got), want)
+	}
+	for _, s := range got {
+		if s.Kind == KindFile && (s.Revision == nil || s.Revision.RevisionKind() != "local_fingerprint") {
+			t.Errorf("%s: file source not pinned: %v", s.File, s.Revision)
+		}
+	}
+}
+
+func TestDiscoverRoots(t *testing.T) {
+	root := tree(t, map[string]string{"one.json": "{}", "s/CURRENT": "g", "x/events.lance/_manifest.json": "{}"})
+	for _, tt := range []struct{ root, want string }{
+		{filepath.Join(root, "one.json"), ".:file"},
+		{filepath.Join(root, "s"), ".:storyline"},
+		{filepath.Join(root, "x", "events.lance"), ".:events"},
+	} {
+		got, err := Discover(context.Background(), tt.root, DefaultOptions())
+		if err != nil || files(got) != tt.want {
+			t.Errorf("Discover(%s) = %s, %v; want %s", tt.root, files(got), err, tt.want)
+		}
+	}
+	if _, err := Discover(context.Background(), filepath.Join(root, "missing"), DefaultOptions()); err == nil {
+		t.Error("missing root accepted")
+	}
+}
+
+func TestDiscoverDoesNotFollowSymlinks(t *testing.T) {
+	outside := tree(t, map[string]string{"secret.json": "{}"})
+	root := tree(t, map[string]string{"a.json": "{}"})
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Skip(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.json"), filepath.Join(root, "b.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root, filepath.Join(root, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Discover(context.Background(), root, DefaultOptions())
+	if err != nil || files(got) != "a.json:file" {
+		t.Fatalf("got %s, %v", files(got), err)
+	}
+}
+
+func TestDiscoverLimits(t *testing.T) {
+	root := tree(t, map[string]string{"a.json": "", "b.json": "", "c.json": "", "d/e.json": ""})
+	opts := DefaultOptions()
+	opts.MaxFiles = 3
+	_, err := Discover(context.Background(), root, opts)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Setting != "max_files" {
+		t.Fatalf("max_files: %v", err)
+	}
+	opts = DefaultOptions()
+	opts.MaxEntries = 4 // a.json b.json c.json d + e.json = 5 entries
+	_, err = Discover(context.Background(), root, opts)
+	if !errors.As(err, &le) || le.Setting != "max_entries" {
+		t.Fatalf("max_entries: %v", err)
+	}
+	opts.MaxEntries = 5
+	if _, err := Discover(context.Background(), root, opts); err != nil {
+		t.Fatalf("exactly max_entries must pass: %v", err)
+	}
+}
+
+func TestMountNames(t *testing.T) {
+	for _, tt := range []struct{ in, alias, ns, err string }{
+		{"prod=/data", "prod", "prod", ""},
+		{" Team/Prod = /data", "prod", "Team/Prod", ""},
+		{"team/nightly-runs=/d", "nightly_runs", "team/nightly-runs", ""},
+		{"public=/d", "", "", "reserved"},
+		{"information_schema=/d", "", "", "reserved"},
+		{"1abc=/d", "", "", "invalid Dataset alias"},
+		{"a b=/d", "", "", "invalid namespace"},
+		{"noequals", "", "", "want NAME=URI"},
+		{"x=", "", "", "want NAME=URI"},
+	} {
+		m, err := ParseMount(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseMount(%q) err = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || m.Alias != tt.alias || m.NamespacePath() != tt.ns {
+			t.Errorf("ParseMount(%q) = %+v, %v", tt.in, m, err)
+		}
+	}
+}
+
+func TestDuplicateMountsFailBeforeDiscovery(t *testing.T) {
+	for _, mounts := range [][]DatasetMount{
+		{{Alias: "a", URI: "/nonexistent-1"}, {Alias: "A", URI: "/nonexistent-2"}},
+		{{Namespace: []string{"x", "y"}, Alias: "a", URI: "/n1"}, {Namespace: []string{"x", "y"}, Alias: "b", URI: "/n2"}},
+	} {
+		err := ValidateMounts(mounts)
+		if err == nil || !strings.Contains(err.Error(), "duplicate") {
+			t.Errorf("ValidateMounts(%+v) = %v", mounts, err)
+		}
+	}
+}
+
+func TestRedactURI(t *testing.T) {
+	for in, want := range map[string]string{
+		"s3://bucket/key.json?X-Amz-Signature=abc": "s3://bucket/key.json",
+		"https://user:pw@host/path?sig=1":          "https://host/path",
+		"/local/path.json":                         "/local/path.json",
+	} {
+		if got := RedactURI(in); got != want {
+			t.Errorf("RedactURI(%q) = %q", in, got)
+		}
+	}
+}
+
+func TestOptionsDescribedAndDefaulted(t *testing.T) {
+	o := DefaultOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxDetectionBytes != 1<<20 || o.Errors != ErrorsStrict {
+		t.Fatalf("defaults: %+v", o)
+	}
+	for _, s := range Describe() {
+		if s.Name == "" || s.Help == "" || s.Default == "" {
+			t.Errorf("option %+v lacks name, default or help", s)
+		}
+	}
+	if err := o.Set("max_files", "7"); err != nil || o.MaxFiles != 7 {
+		t.Fatalf("Set: %v %d", err, o.MaxFiles)
+	}
+	if err := o.Set("nope", "1"); err == nil {
+		t.Fatal("unknown option accepted")
+	}
+}

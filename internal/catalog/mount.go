@@ -1,0 +1,148 @@
+// Package catalog builds Snapshots (the spec's Dataset Catalog): it
+// validates mounts, discovers every trajectory source under each mount's
+// root, pins their members and versions, and hands out readers fixed to those
+// pins. Nothing below a Snapshot ever looks up "the latest" anything.
+package catalog
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// DefaultAlias is the schema of a positional Dataset.
+const DefaultAlias = "dataset"
+
+var (
+	aliasRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	componentRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	reserved    = map[string]bool{"public": true, "information_schema": true}
+)
+
+// DatasetMount names one Dataset: a hierarchical namespace (its identity), a
+// SQL alias (its schema name in queries), a root URI and an optional format
+// hint. The namespace and the alias are deliberately separate fields.
+type DatasetMount struct {
+	Namespace  []string
+	Alias      string
+	URI        string
+	FormatHint string
+}
+
+// NamespacePath is the namespace joined with '/'.
+func (m DatasetMount) NamespacePath() string { return strings.Join(m.Namespace, "/") }
+
+// NormalizeAlias trims and lowercases an alias and checks it.
+func NormalizeAlias(a string) (string, error) {
+	a = strings.ToLower(strings.TrimSpace(a))
+	if !aliasRe.MatchString(a) {
+		return "", fmt.Errorf("invalid Dataset alias %q: must match [A-Za-z_][A-Za-z0-9_]*", a)
+	}
+	if reserved[a] {
+		return "", fmt.Errorf("Dataset alias %q is reserved", a)
+	}
+	return a, nil
+}
+
+// ParseNamespace splits "a/b.c" into components and checks each.
+func ParseNamespace(s string) ([]string, error) {
+	parts := strings.Split(strings.Trim(strings.TrimSpace(s), "/"), "/")
+	for _, p := range parts {
+		if !componentRe.MatchString(p) || p == "." || p == ".." {
+			return nil, fmt.Errorf("invalid namespace component %q in %q: use letters, digits, _, - and .", p, s)
+		}
+	}
+	return parts, nil
+}
+
+// ParseMount parses the CLI form NAME=URI. NAME is a namespace path whose
+// last component, normalized, is the SQL alias.
+func ParseMount(s string) (DatasetMount, error) {
+	name, uri, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(uri) == "" {
+		return DatasetMount{}, fmt.Errorf("invalid --mount %q: want NAME=URI", s)
+	}
+	ns, err := ParseNamespace(name)
+	if err != nil {
+		return DatasetMount{}, err
+	}
+	alias, err := NormalizeAlias(strings.ReplaceAll(strings.ReplaceAll(ns[len(ns)-1], "-", "_"), ".", "_"))
+	if err != nil {
+		return DatasetMount{}, err
+	}
+	return DatasetMount{Namespace: ns, Alias: alias, URI: strings.TrimSpace(uri)}, nil
+}
+
+// ValidateMounts checks every mount and rejects duplicate namespaces or
+// aliases, before any discovery starts.
+func ValidateMounts(mounts []DatasetMount) error {
+	if len(mounts) == 0 {
+		return fmt.Errorf("no Dataset to open")
+	}
+	byNS, byAlias := map[string]bool{}, map[string]bool{}
+	for i := range mounts {
+		m := &mounts[i]
+		alias, err := NormalizeAlias(m.Alias)
+		if err != nil {
+			return err
+		}
+		m.Alias = alias
+		if len(m.Namespace) == 0 {
+			m.Namespace = []string{alias}
+		}
+		if _, err := ParseNamespace(m.NamespacePath()); err != nil {
+			return err
+		}
+		if byNS[m.NamespacePath()] {
+			return fmt.Errorf("duplicate Dataset namespace %q", m.NamespacePath())
+		}
+		if byAlias[alias] {
+			return fmt.Errorf("duplicate Dataset alias %q", alias)
+		}
+		byNS[m.NamespacePath()], byAlias[alias] = true, true
+		if _, err := LocalPath(m.URI); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LocalPath turns a local root URI (/path, relative path, local://, file://)
+// into an absolute filesystem path.
+func LocalPath(uri string) (string, error) {
+	p := uri
+	switch {
+	case strings.HasPrefix(uri, "local://"):
+		p = strings.TrimPrefix(uri, "local://")
+	case strings.HasPrefix(uri, "file://"):
+		u, err := url.Parse(uri)
+		if err != nil {
+			return "", fmt.Errorf("invalid URI %q: %w", RedactURI(uri), err)
+		}
+		p = u.Path
+	case strings.Contains(uri, "://"):
+		scheme, _, _ := strings.Cut(uri, "://")
+		return "", fmt.Errorf("unsupported Dataset URI scheme %q in %q (local paths, local:// and file:// are supported)", scheme, RedactURI(uri))
+	}
+	if p == "" {
+		return "", fmt.Errorf("empty Dataset path in %q", uri)
+	}
+	return filepath.Abs(p)
+}
+
+// RedactURI strips a query string and user info, which may carry signatures
+// or credentials, from a URI before it is shown anywhere.
+func RedactURI(s string) string {
+	if i := strings.IndexByte(s, '?'); i >= 0 {
+		s = s[:i]
+	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if at := strings.IndexByte(rest, '@'); at >= 0 && at < strings.IndexByte(rest+"/", '/') {
+			rest = rest[at+1:]
+		}
+		s = scheme + "://" + rest
+	}
+	return s
+}

@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// SourceKind says what physical thing a source is.
+type SourceKind string
+
+const (
+	KindStoryline SourceKind = "storyline" // a Storyline store (CURRENT root)
+	KindEvents    SourceKind = "events"    // a canonical events store (events.lance)
+	KindCompact   SourceKind = "compact"   // a compact source (chronicle.manifest)
+	KindFile      SourceKind = "file"      // a peripheral JSON / JSONL / NDJSON file
+)
+
+// IsStore reports whether the source is a composite store rather than a file
+// (the sources.kind column says store or file).
+func (k SourceKind) IsStore() bool { return k != KindFile }
+
+// Revision is a source's typed, pinned version. Ref is its string projection
+// for sources.snapshot_ref; consistency checks use the typed value.
+type Revision interface {
+	RevisionKind() string
+	Ref() string
+}
+
+// FileRevision pins a local file by identity and metadata. It is change
+// detection, not a content hash (spec §7.2).
+type FileRevision struct {
+	Size    int64
+	ModTime time.Time
+	Dev     uint64
+	Inode   uint64
+}
+
+func (r FileRevision) RevisionKind() string { return "local_fingerprint" }
+
+func (r FileRevision) Ref() string {
+	return fmt.Sprintf("size=%d;mtime=%s;dev=%d;ino=%d", r.Size, r.ModTime.UTC().Format(time.RFC3339Nano), r.Dev, r.Inode)
+}
+
+func fileRevision(fi os.FileInfo) FileRevision {
+	dev, ino := devIno(fi)
+	return FileRevision{Size: fi.Size(), ModTime: fi.ModTime(), Dev: dev, Inode: ino}
+}
+
+// ErrSourceChanged is returned when a pinned local file no longer matches
+// its fingerprint: the query fails rather than mixing versions.
+type ErrSourceChanged struct {
+	File         string
+	Pinned, Seen FileRevision
+}
+
+func (e *ErrSourceChanged) Error() string {
+	return fmt.Sprintf("source %s changed since the Snapshot was built (pinned %s, now %s)", e.File, e.Pinned.Ref(), e.Seen.Ref())
+}
+
+// Verify re-checks a local file against its pin.
+func (r FileRevision) Verify(file, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", file, err)
+	}
+	seen := fileRevision(fi)
+	if seen.Size != r.Size || !seen.ModTime.Equal(r.ModTime) || seen.Dev != r.Dev || seen.Inode != r.Inode {
+		return &ErrSourceChanged{File: file, Pinned: r, Seen: seen}
+	}
+	return nil
+}
+
+// DiscoveredSource is one source of a Dataset as the Snapshot pinned it.
+type DiscoveredSource struct {
+	File       string // _file_: relative to the Dataset root, '/'-separated; "." for the root
+	Path       string // absolute local path
+	Kind       SourceKind
+	FormatHint string
+	Size       int64
+	ModTime    time.Time
+	Revision   Revision
+	// Err is set when the candidate could not be pinned or validated; under
+	// the report policy the source is kept with status error.
+	Err error
+}
+
+// Status is the sources.status column.
+func (s *DiscoveredSource) Status() string {
+	if s.Err != nil {
+		return "error"
+	}
+	return "ready"
+}

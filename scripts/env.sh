@@ -1,0 +1,12 @@
+# Sourced by the project's scripts: the one place that pins toolchain settings.
+# DuckDB is linked statically through cgo (duckdb-go-bindings), so a C
+# compiler is the only system requirement; it is on every Go machine here.
+export CGO_ENABLED=1
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v gcc >/dev/null 2>&1; then
+  echo "scripts/env.sh: installing gcc (needed by cgo for DuckDB)" >&2
+  apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+fi

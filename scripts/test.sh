@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs what the tests need
+# (pinned, by this script), vets, and runs every test, including the
+# end-to-end tests that build and run the real binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+go vet ./...
+go test -count=1 -timeout 45m "$@" ./...

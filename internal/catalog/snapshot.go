@@ -1,0 +1,280 @@
+package catalog
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/pchronicle/pchronicle/internal/store/events"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
+)
+
+// Dataset is one mounted Dataset of a Snapshot with its pinned sources.
+type Dataset struct {
+	Mount   DatasetMount
+	Root    string // absolute local root
+	Sources []*Source
+}
+
+// Snapshot pins the members and versions of every mounted Dataset. It is
+// built completely (discover → pin → id) before anyone sees it, is immutable
+// afterwards, and owns a temp directory for resolved sources that Close
+// removes. Sources are resolved lazily, at most once each.
+type Snapshot struct {
+	ID       string
+	Datasets []*Dataset
+	Options  Options
+	TempDir  string
+	BuiltAt  time.Time
+
+	resolves atomic.Int64
+}
+
+// Resolves counts LazySource resolutions so far (tests assert that building
+// a Snapshot or an engine resolves nothing).
+func (s *Snapshot) Resolves() int64 { return s.resolves.Load() }
+
+// Dataset returns the Dataset with the given alias.
+func (s *Snapshot) Dataset(alias string) (*Dataset, bool) {
+	for _, d := range s.Datasets {
+		if d.Mount.Alias == alias {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// Close removes the Snapshot's temp directory. Resolved sources must not be
+// used afterwards.
+func (s *Snapshot) Close() error {
+	if s.TempDir == "" {
+		return nil
+	}
+	return os.RemoveAll(s.TempDir)
+}
+
+// Build validates mounts, discovers and pins every source, and computes the
+// snapshot id. Under the strict policy any bad candidate fails the build;
+// under report it is kept with status error. A missing root, a failed walk
+// or an exceeded limit fails the build under both.
+func Build(ctx context.Context, mounts []DatasetMount, opts Options) (*Snapshot, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	mounts = append([]DatasetMount(nil), mounts...)
+	if err := ValidateMounts(mounts); err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{Options: opts, BuiltAt: time.Now().UTC()}
+	for _, m := range mounts {
+		root, _ := LocalPath(m.URI) // validated above
+		found, err := Discover(ctx, root, opts)
+		if err != nil {
+			return nil, fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
+		}
+		ds := &Dataset{Mount: m, Root: root}
+		for _, d := range found {
+			d.FormatHint = m.FormatHint
+			if d.Err == nil {
+				d.Err = pin(d)
+			}
+			if d.Err != nil && opts.Errors == ErrorsStrict {
+				return nil, fmt.Errorf("Dataset %s: source %s: %w", m.NamespacePath(), d.File, d.Err)
+			}
+			ds.Sources = append(ds.Sources, &Source{DiscoveredSource: *d, snap: snap, dataset: ds})
+		}
+		attachProjections(ds)
+		snap.Datasets = append(snap.Datasets, ds)
+	}
+	snap.ID = snapshotID(snap)
+	tmp, err := os.MkdirTemp("", "pchronicle-snapshot-"+snap.ID[:8]+"-")
+	if err != nil {
+		return nil, err
+	}
+	snap.TempDir = tmp
+	return snap, nil
+}
+
+// pin freezes a store source's version description; file sources were
+// pinned by their fingerprint during discovery. Nothing here opens data.
+func pin(d *DiscoveredSource) error {
+	switch d.Kind {
+	case KindStoryline:
+		st, err := storyline.Open(d.Path)
+		if err != nil {
+			return err
+		}
+		gen, err := st.Pin()
+		if err != nil {
+			return err
+		}
+		d.Revision = StorylineRevision{Generation: gen}
+		d.Size, d.ModTime = storylineSize(gen), gen.Manifest.CreatedAt
+	case KindEvents:
+		st, err := events.Open(d.Path)
+		if err != nil {
+			return err
+		}
+		rev, err := st.Pin()
+		if err != nil {
+			return err
+		}
+		d.Revision = EventsRevision{Revision: rev}
+		var size int64
+		for _, s := range rev.Segments {
+			size += s.Bytes
+		}
+		d.Size, d.ModTime = size, rev.CreatedAt
+	case KindCompact:
+		return errors.New("compact sources are not readable by this build yet")
+	}
+	return nil
+}
+
+func storylineSize(g *storyline.Generation) int64 {
+	var n int64
+	for _, t := range g.Manifest.Tables {
+		n += t.Bytes
+	}
+	return n
+}
+
+// StorylineRevision pins a Storyline store to one generation and its table
+// files.
+type StorylineRevision struct{ Generation *storyline.Generation }
+
+func (r StorylineRevision) RevisionKind() string { return "storyline_generation" }
+
+func (r StorylineRevision) Ref() string {
+	g := r.Generation
+	parts := []string{fmt.Sprintf("generation=%d", g.Number)}
+	for _, rel := range storyline.Tables {
+		t := g.Manifest.Tables[rel]
+		parts = append(parts, fmt.Sprintf("%s=%s:%d", rel, t.File, t.Bytes))
+	}
+	return strings.Join(parts, ";")
+}
+
+// EventsRevision pins a canonical events store to one manifest revision and
+// its visible segments.
+type EventsRevision struct{ Revision *events.Revision }
+
+func (r EventsRevision) RevisionKind() string { return "events_manifest" }
+
+func (r EventsRevision) Ref() string {
+	m := r.Revision.Manifest
+	return fmt.Sprintf("revision=%d;fact_watermark=%d;layout_watermark=%d;segments=%d",
+		m.Revision, m.FactWatermark, m.LayoutWatermark, len(m.Segments))
+}
+
+// Projection is a Storyline store attached to a canonical events source as a
+// read-acceleration candidate.
+type Projection struct {
+	File       string // Dataset-relative path of the projection store
+	Generation *storyline.Generation
+	Fresh      bool
+	Selected   bool
+}
+
+// attachProjections turns Storyline stores whose lineage names an events
+// source of the same Dataset into projections of that source (they are not
+// sources of rows themselves), and selects at most one fresh candidate per
+// events source in the stable order fresh → last_modified → generation →
+// path.
+func attachProjections(ds *Dataset) {
+	byPath := map[string]*Source{}
+	for _, s := range ds.Sources {
+		if s.Kind == KindEvents && s.Err == nil {
+			byPath[filepath.Clean(s.Path)] = s
+		}
+	}
+	kept := ds.Sources[:0]
+	for _, s := range ds.Sources {
+		rev, ok := s.Revision.(StorylineRevision)
+		if ok && s.Err == nil && rev.Generation.Manifest.Lineage != nil {
+			if ev := byPath[lineagePath(s.Path, rev.Generation.Manifest.Lineage.EventsURI)]; ev != nil {
+				pinned := ev.Revision.(EventsRevision).Revision.Manifest
+				lr := rev.Generation.Manifest.Lineage.EventsRevision
+				ev.Projections = append(ev.Projections, &Projection{File: s.File, Generation: rev.Generation,
+					Fresh: lr >= pinned.FactWatermark && lr <= pinned.Revision})
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	ds.Sources = kept
+	for _, s := range ds.Sources {
+		ps := s.Projections
+		sort.SliceStable(ps, func(i, j int) bool {
+			a, b := ps[i], ps[j]
+			if a.Fresh != b.Fresh {
+				return a.Fresh
+			}
+			if ta, tb := a.Generation.Manifest.CreatedAt, b.Generation.Manifest.CreatedAt; !ta.Equal(tb) {
+				return ta.After(tb)
+			}
+			if a.Generation.Number != b.Generation.Number {
+				return a.Generation.Number > b.Generation.Number
+			}
+			return a.File < b.File
+		})
+		if len(ps) > 0 && ps[0].Fresh {
+			ps[0].Selected = true
+		}
+	}
+}
+
+// lineagePath resolves a lineage events_uri (absolute, or relative to the
+// projection store) to a clean local path.
+func lineagePath(storeDir, uri string) string {
+	p, err := LocalPath(uri)
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(uri) && !strings.Contains(uri, "://") {
+		p = filepath.Join(storeDir, uri)
+	}
+	return filepath.Clean(p)
+}
+
+// snapshotID is a truncated BLAKE3 digest of what the Snapshot pins: Dataset
+// names, URIs and format hints, source paths, pinned references and
+// candidate errors (spec §7.3). It identifies a member/version view, not
+// content.
+func snapshotID(s *Snapshot) string {
+	h := blake3.New()
+	field := func(v string) {
+		fmt.Fprintf(h, "%d:%s", len(v), v)
+	}
+	for _, d := range s.Datasets {
+		field("dataset")
+		field(d.Mount.NamespacePath())
+		field(d.Mount.Alias)
+		field(RedactURI(d.Mount.URI))
+		field(d.Mount.FormatHint)
+		for _, src := range d.Sources {
+			field(src.File)
+			field(string(src.Kind))
+			if src.Revision != nil {
+				field(src.Revision.Ref())
+			}
+			if src.Err != nil {
+				field(src.Err.Error())
+			}
+			for _, p := range src.Projections {
+				field(p.File)
+				field(StorylineRevision{Generation: p.Generation}.Ref())
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

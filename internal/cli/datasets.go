@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/config"
+)
+
+// datasetFlags are the flags every command that opens Datasets shares:
+// mounts, the config file with pins, the error policy and every catalog
+// option (generated from catalog.Describe, so a new option gets its flag and
+// help automatically).
+type datasetFlags struct {
+	mounts  []string
+	config  string
+	options map[string]*string
+}
+
+func (d *datasetFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&d.mounts, "mount", nil, "mount a Dataset as NAME=URI (repeatable; excludes a positional Dataset)")
+	fs.StringVarP(&d.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] Datasets, referenced as @name or @name/sub/path")
+	d.options = map[string]*string{}
+	for _, s := range catalog.Describe() {
+		d.options[s.Name] = fs.String(strings.ReplaceAll(s.Name, "_", "-"), s.Default, s.Help)
+	}
+}
+
+// options returns the catalog options from the flags.
+func (d *datasetFlags) catalogOptions() (catalog.Options, error) {
+	o := catalog.DefaultOptions()
+	for _, s := range catalog.Describe() {
+		if err := o.Set(s.Name, *d.options[s.Name]); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// mountList turns either a positional Dataset or --mount flags into mounts.
+// A positional Dataset is always the schema "dataset"; with only mounts there
+// is no default schema.
+func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
+	if positional != "" && len(d.mounts) > 0 {
+		return nil, false, fmt.Errorf("a positional Dataset and --mount are mutually exclusive; mount it as --mount NAME=%s instead", positional)
+	}
+	cfg, err := config.Load(d.config)
+	if err != nil {
+		return nil, false, err
+	}
+	if positional != "" {
+		uri, hint, err := cfg.Resolve(positional)
+		if err != nil {
+			return nil, false, err
+		}
+		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: uri, FormatHint: hint}}, true, nil
+	}
+	if len(d.mounts) == 0 {
+		return nil, false, fmt.Errorf("no Dataset: give a path or @pin, or --mount NAME=URI")
+	}
+	for _, spec := range d.mounts {
+		m, err := catalog.ParseMount(spec)
+		if err != nil {
+			return nil, false, err
+		}
+		if m.URI, m.FormatHint, err = cfg.Resolve(m.URI); err != nil {
+			return nil, false, err
+		}
+		mounts = append(mounts, m)
+	}
+	return mounts, false, nil
+}
+
+// open builds the Snapshot for a command.
+func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Snapshot, bool, error) {
+	mounts, isPositional, err := d.mountList(positional)
+	if err != nil {
+		return nil, false, err
+	}
+	opts, err := d.catalogOptions()
+	if err != nil {
+		return nil, false, err
+	}
+	snap, err := catalog.Build(ctx, mounts, opts)
+	return snap, isPositional, err
+}
+
+// addDatasetFlags registers the shared flags on cmd.
+func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
+	d := &datasetFlags{}
+	d.register(cmd.Flags())
+	return d
+}

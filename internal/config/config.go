@@ -1,0 +1,111 @@
+// Package config reads and writes the user config file: Dataset pins
+// ([pins.<name>] tables) that commands accept as @name or @name/sub/path.
+// The file is decoded strictly (an unknown key is an error naming it) and
+// replaced atomically.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/pchronicle/pchronicle/internal/fsx"
+)
+
+// Pin is one named Dataset.
+type Pin struct {
+	URI    string `toml:"uri"`
+	Format string `toml:"format,omitempty"`
+}
+
+// File is the config file's content.
+type File struct {
+	Pins map[string]Pin `toml:"pins"`
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/pchronicle/config.toml (or the OS
+// equivalent).
+func DefaultPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "pchronicle.toml"
+	}
+	return filepath.Join(dir, "pchronicle", "config.toml")
+}
+
+// Load reads path; a missing file is an empty config.
+func Load(path string) (*File, error) {
+	f := &File{Pins: map[string]Pin{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	md, err := toml.Decode(string(data), f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		return nil, fmt.Errorf("%s: unknown key %q", path, undecoded[0].String())
+	}
+	if f.Pins == nil {
+		f.Pins = map[string]Pin{}
+	}
+	for name, p := range f.Pins {
+		if p.URI == "" {
+			return nil, fmt.Errorf("%s: pins.%s: uri is required", path, name)
+		}
+	}
+	return f, nil
+}
+
+// Save writes the config atomically, creating its directory.
+func (f *File) Save(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(f); err != nil {
+		return err
+	}
+	return fsx.WriteFileAtomic(path, buf.Bytes(), 0o600)
+}
+
+// Names returns the pin names in order.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.Pins))
+	for n := range f.Pins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Resolve expands "@name" or "@name/sub/path" into a URI and format hint;
+// any other string is returned unchanged.
+func (f *File) Resolve(ref string) (uri, format string, err error) {
+	if !strings.HasPrefix(ref, "@") {
+		return ref, "", nil
+	}
+	name, suffix, _ := strings.Cut(ref[1:], "/")
+	p, ok := f.Pins[name]
+	if !ok {
+		return "", "", fmt.Errorf("unknown pin @%s (see `pchronicle dataset list`)", name)
+	}
+	uri = p.URI
+	if suffix != "" {
+		if strings.Contains("/"+suffix+"/", "/../") {
+			return "", "", fmt.Errorf("pin reference %q must not contain ..", ref)
+		}
+		uri = strings.TrimSuffix(uri, "/") + "/" + suffix
+	}
+	return uri, p.Format, nil
+}

@@ -1,0 +1,219 @@
+// Package engine runs read-only SQL over a Snapshot (DECISIONS §2). Per
+// query it validates the SQL, prunes sources by their constant _file_,
+// resolves only the candidates, and builds a fresh sandboxed in-memory DuckDB
+// whose Dataset schemas hold the six relations as views over exactly the
+// resolved Parquet files. The user's SQL runs unchanged, so pruning can make
+// a query faster but never change its result.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/query"
+)
+
+// Engine answers queries over one Snapshot. Constructing it resolves
+// nothing.
+type Engine struct {
+	snap   *catalog.Snapshot
+	parser *query.Parser
+	// positional mounts the single Dataset as the default schema "dataset".
+	positional bool
+}
+
+// New returns an engine over snap. parser may be shared between engines.
+func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine {
+	return &Engine{snap: snap, parser: parser, positional: positional}
+}
+
+// Result is a fully read query result.
+type Result struct {
+	Columns []string
+	Types   []string
+	Rows    [][]any
+	Pruning []RelationReport
+}
+
+// RelationReport says, for one Dataset relation a query referenced, how many
+// sources could provide it, how many pruning skipped and which were resolved.
+type RelationReport struct {
+	Dataset    string
+	Relation   string
+	Considered int
+	Skipped    int
+	Resolved   []string
+}
+
+// ErrTooManyRows is returned when a result exceeds max_output_rows.
+var ErrTooManyRows = errors.New("result exceeds max_output_rows")
+
+// Query runs one read-only statement.
+func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
+	opts := e.snap.Options
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	aliases := make([]string, len(e.snap.Datasets))
+	for i, d := range e.snap.Datasets {
+		aliases[i] = d.Mount.Alias
+	}
+	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.positional})
+	if err != nil {
+		return nil, err
+	}
+	plan := e.plan(an)
+	if err := e.resolve(ctx, plan); err != nil {
+		return nil, err
+	}
+	db, conn, err := e.open(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	defer conn.Close()
+	res, err := run(ctx, conn, sqlText, opts.MaxOutputRows)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("query stopped: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	res.Pruning = plan.report()
+	return res, nil
+}
+
+// plan is the set of sources each Dataset relation reads in one query.
+type plan struct {
+	rels map[relKey]*relPlan
+}
+
+type relKey struct{ dataset, relation string }
+
+type relPlan struct {
+	considered int
+	sources    []*catalog.Source
+	resolved   []*catalog.Resolved
+}
+
+// plan prunes: for every referenced Dataset relation, the sources that can
+// provide it and whose constant _file_ may satisfy some reference's filter.
+// Nothing is opened to decide (spec invariant 11). DESCRIBE needs only the
+// fixed schemas, so it reads no source.
+func (e *Engine) plan(an *query.Analysis) *plan {
+	p := &plan{rels: map[relKey]*relPlan{}}
+	for _, ref := range an.Refs {
+		k := relKey{ref.Dataset, ref.Relation}
+		if _, done := p.rels[k]; done || !isRowRelation(ref.Relation) {
+			continue
+		}
+		rp := &relPlan{}
+		p.rels[k] = rp
+		ds, ok := e.snap.Dataset(ref.Dataset)
+		if !ok || an.Kind == query.KindDescribe {
+			continue
+		}
+		for _, src := range ds.Sources {
+			if !src.Provides(ref.Relation) {
+				continue
+			}
+			rp.considered++
+			if an.MayRead(ref.Dataset, ref.Relation, src.File) {
+				rp.sources = append(rp.sources, src)
+			}
+		}
+	}
+	return p
+}
+
+func isRowRelation(rel string) bool {
+	switch rel {
+	case model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents:
+		return true
+	}
+	return false
+}
+
+// resolve resolves every planned source in stable order, at most
+// max_concurrent_sources at a time. Any error fails the query: a source that
+// is ready in the Snapshot is never silently dropped (spec §8).
+func (e *Engine) resolve(ctx context.Context, p *plan) error {
+	type job struct {
+		rel string
+		rp  *relPlan
+		i   int
+	}
+	var jobs []job
+	for _, k := range p.keys() {
+		rp := p.rels[k]
+		rp.resolved = make([]*catalog.Resolved, len(rp.sources))
+		for i := range rp.sources {
+			jobs = append(jobs, job{k.relation, rp, i})
+		}
+	}
+	sem := make(chan struct{}, e.snap.Options.MaxConcurrentSources)
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for n, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].Resolve(ctx, j.rel)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (p *plan) keys() []relKey {
+	keys := make([]relKey, 0, len(p.rels))
+	for k := range p.rels {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].dataset != keys[j].dataset {
+			return keys[i].dataset < keys[j].dataset
+		}
+		return keys[i].relation < keys[j].relation
+	})
+	return keys
+}
+
+func (p *plan) report() []RelationReport {
+	var out []RelationReport
+	for _, k := range p.keys() {
+		rp := p.rels[k]
+		r := RelationReport{Dataset: k.dataset, Relation: k.relation, Considered: rp.considered, Skipped: rp.considered - len(rp.sources)}
+		for _, s := range rp.sources {
+			r.Resolved = append(r.Resolved, s.File)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func threads(n int) int {
+	if n <= 0 {
+		return runtime.NumCPU()
+	}
+	return n
+}
+
+// quote returns s as a SQL string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ident returns s as a quoted SQL identifier.
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// open builds the per-query DuckDB instance: limits, the sandbox (only the
+// resolved data is readable; configuration locked), and every mounted
+// Dataset's six relations. This is the second wall behind SQL validation.
+func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	fail := func(err error) (*sql.DB, *sql.Conn, error) {
+		conn.Close()
+		db.Close()
+		return nil, nil, err
+	}
+	spill, err := os.MkdirTemp(e.snap.TempDir, "spill-")
+	if err != nil {
+		return fail(err)
+	}
+	o := e.snap.Options
+	setup := []string{
+		fmt.Sprintf("SET memory_limit=%s", quote(o.MemoryLimit)),
+		fmt.Sprintf("SET threads=%d", threads(o.Threads)),
+		fmt.Sprintf("SET temp_directory=%s", quote(spill)),
+		fmt.Sprintf("SET max_temp_directory_size=%s", quote(o.MaxSpillBytes)),
+		fmt.Sprintf("SET allowed_directories=[%s]", quoteList(p.dirs(spill))),
+		"SET enable_external_access=false",
+		"SET autoinstall_known_extensions=false",
+		"SET autoload_known_extensions=false",
+	}
+	for _, d := range e.snap.Datasets {
+		setup = append(setup, e.schemaDDL(d, p)...)
+	}
+	if e.positional {
+		setup = append(setup, "USE "+ident(catalog.DefaultAlias))
+	}
+	setup = append(setup, "SET lock_configuration=true")
+	for _, stmt := range setup {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fail(fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err))
+		}
+	}
+	return db, conn, nil
+}
+
+// dirs lists the directories the query may read: the resolved sources' and
+// the spill directory.
+func (p *plan) dirs(spill string) []string {
+	set := map[string]bool{spill: true}
+	for _, rp := range p.rels {
+		for _, r := range rp.resolved {
+			for _, d := range r.Dirs {
+				set[filepath.Clean(d)] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d+string(filepath.Separator))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// schemaDDL creates one Dataset's schema: sources and projections as tables
+// of the Snapshot's metadata, and the row relations as views over exactly
+// the resolved sources (zero: an empty typed view; one: a plain scan; more:
+// UNION ALL).
+func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
+	schema := ident(d.Mount.Alias)
+	stmts := []string{"CREATE SCHEMA " + schema}
+	stmts = append(stmts, tableDDL(schema, model.RelSources, sourceRows(d))...)
+	stmts = append(stmts, tableDDL(schema, model.RelProjections, projectionRows(d))...)
+	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents} {
+		rp := p.rels[relKey{d.Mount.Alias, rel}]
+		var scans []string
+		if rp != nil {
+			for i, src := range rp.sources {
+				if files := rp.resolved[i].Files[rel]; len(files) > 0 {
+					scans = append(scans, scan(rel, src.File, files))
+				}
+			}
+		}
+		body := emptyScan(rel)
+		if len(scans) > 0 {
+			body = strings.Join(scans, "\nUNION ALL\n")
+		}
+		stmts = append(stmts, fmt.Sprintf("CREATE VIEW %s.%s AS %s", schema, ident(rel), body))
+	}
+	return stmts
+}
+
+// scan reads one source's Parquet files for a relation with the source's
+// constant _file_ (store rows may carry import provenance there; the Dataset
+// identity is the source path).
+func scan(rel, file string, files []string) string {
+	cols := model.Schemas[rel]
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		if c.Name == "_file_" {
+			sel[i] = quote(file) + "::VARCHAR AS _file_"
+		} else {
+			sel[i] = ident(c.Name)
+		}
+	}
+	return fmt.Sprintf("SELECT %s FROM read_parquet([%s])", strings.Join(sel, ", "), quoteList(files))
+}
+
+func emptyScan(rel string) string {
+	cols := model.Schemas[rel]
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.SQLType, ident(c.Name))
+	}
+	return "SELECT " + strings.Join(sel, ", ") + " WHERE false"
+}
+
+// tableDDL creates a metadata table with its fixed schema and rows.
+func tableDDL(schema, rel string, rows [][]any) []string {
+	cols := model.Schemas[rel]
+	defs := make([]string, len(cols))
+	for i, c := range cols {
+		defs[i] = ident(c.Name) + " " + c.SQLType
+	}
+	stmts := []string{fmt.Sprintf("CREATE TABLE %s.%s (%s)", schema, ident(rel), strings.Join(defs, ", "))}
+	const batch = 500
+	for start := 0; start < len(rows); start += batch {
+		end := min(start+batch, len(rows))
+		vals := make([]string, 0, end-start)
+		for _, r := range rows[start:end] {
+			lits := make([]string, len(r))
+			for i, v := range r {
+				lits[i] = literal(v, cols[i].SQLType)
+			}
+			vals = append(vals, "("+strings.Join(lits, ", ")+")")
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO %s.%s VALUES %s", schema, ident(rel), strings.Join(vals, ", ")))
+	}
+	return stmts
+}
+
+func sourceRows(d *catalog.Dataset) [][]any {
+	rows := make([][]any, 0, len(d.Sources))
+	for _, s := range d.Sources {
+		kind := "file"
+		if s.Kind.IsStore() {
+			kind = "store"
+		}
+		var format, errText, ref, revKind any
+		if f := s.Format(); f != "" {
+			format = f
+		} else if s.FormatHint != "" {
+			format = s.FormatHint
+		}
+		if s.Err != nil {
+			errText = catalog.RedactURI(s.Err.Error())
+		}
+		if s.Revision != nil {
+			ref, revKind = s.Revision.Ref(), s.Revision.RevisionKind()
+		}
+		var size, mod any
+		if s.Err == nil {
+			size = s.Size
+			if !s.ModTime.IsZero() {
+				mod = s.ModTime
+			}
+		}
+		rows = append(rows, []any{d.Mount.NamespacePath(), s.File, kind, string(s.Kind), format, s.Status(),
+			errText, size, mod, ref, revKind, int64(len(s.Projections))})
+	}
+	return rows
+}
+
+func projectionRows(d *catalog.Dataset) [][]any {
+	var rows [][]any
+	for _, s := range d.Sources {
+		for _, p := range s.Projections {
+			var mod any
+			if t := p.Generation.Manifest.CreatedAt; !t.IsZero() {
+				mod = t
+			}
+			var lineage int64
+			if l := p.Generation.Manifest.Lineage; l != nil {
+				lineage = l.EventsRevision
+			}
+			rows = append(rows, []any{s.File, p.File, p.Generation.Number, lineage, p.Fresh, p.Selected, mod})
+		}
+	}
+	return rows
+}
+
+// literal renders a Go value as a SQL literal of the column's type.
+func literal(v any, sqlType string) string {
+	switch t := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return quote(t)
+	case bool:
+		if t {
+			return "true"
+		}
+		return "false"
+	case time.Time:
+		return quote(t.UTC().Format(time.RFC3339Nano)) + "::" + sqlType
+	case int, int64:
+		return fmt.Sprint(t)
+	}
+	return quote(fmt.Sprint(v)) + "::" + sqlType
+}
+
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}

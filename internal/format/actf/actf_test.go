@@ -1,0 +1,342 @@
+package actf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// findSamples returns <repo root>/../shared/samples, the repo root being
+// the first ancestor of the package directory that holds go.mod.
+func findSamples() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repo root not found")
+		}
+		dir = parent
+	}
+	samples := filepath.Join(filepath.Dir(dir), "shared", "samples")
+	_, err = os.Stat(samples)
+	return samples, err
+}
+
+const sampleDraft = "actf_candidates/nemo-agent-toolkit_exmp02_atof-nat-draft.atof.jsonl"
+
+func normalize(t testing.TB, name string, data []byte) ([]*model.Storyline, string) {
+	t.Helper()
+	a := New()
+	layout, ok := a.Detect(format.NewProbe(name, data, false))
+	if !ok {
+		t.Fatalf("%s: not detected", name)
+	}
+	var out []*model.Storyline
+	err := a.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
+		func(sl *model.Storyline) error { out = append(out, sl); return nil })
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out, layout
+}
+
+// loadInputs reads the golden cases: the real sample plus hand-made streams
+// in the two dialects no licensed sample exists for.
+func loadInputs() (map[string][]byte, error) {
+	samples, err := findSamples()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for name, path := range map[string]string{
+		filepath.Base(sampleDraft): filepath.Join(samples, sampleDraft),
+		"atof01_relay.jsonl":       filepath.Join("testdata", "atof01_relay.jsonl"),
+		"nat02_exmp01.jsonl":       filepath.Join("testdata", "nat02_exmp01.jsonl"),
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = data
+	}
+	return out, nil
+}
+
+func inputs(t *testing.T) map[string][]byte {
+	t.Helper()
+	in, err := loadInputs()
+	if err != nil {
+		t.Skipf("samples unavailable: %v", err)
+	}
+	return in
+}
+
+type golden struct {
+	Layout     string             `json:"layout"`
+	Storylines []*model.Storyline `json:"storylines"`
+}
+
+func TestGolden(t *testing.T) {
+	for name, data := range inputs(t) {
+		t.Run(name, func(t *testing.T) {
+			sls, layout := normalize(t, name, data)
+			got, err := json.MarshalIndent(golden{Layout: layout, Storylines: sls}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if !bytes.Equal(bytes.TrimSpace(want), got) {
+				t.Errorf("%s differs from golden; rerun with -update and review the diff", name)
+			}
+		})
+	}
+}
+
+func i64(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// TestFigures asserts the figures checked by hand against the sources (see
+// the report and docs/formats/actf.md).
+func TestFigures(t *testing.T) {
+	all := inputs(t)
+	tests := []struct {
+		file, layout, session, parent, status, agent, model string
+		steps, calls                                        int64
+		errorCalls                                          int
+		prompt, completion, cached                          int64 // -1 = NULL
+		warnings                                            int
+		sources                                             string // step sources, in order
+	}{
+		{file: filepath.Base(sampleDraft), layout: LayoutNATDraft, session: "agent-002", status: model.StatusCompleted,
+			agent: "search_agent", model: "gpt-4.1", steps: 3, calls: 1, errorCalls: 1,
+			prompt: -1, completion: -1, cached: -1, sources: "user,agent,agent"},
+		{file: "atof01_relay.jsonl", layout: LayoutATOF01, session: "sess-child", parent: "sess-main",
+			status: model.StatusError, agent: "child_agent", model: "gpt-4.1", steps: 2, calls: 0,
+			prompt: -1, completion: -1, cached: -1, warnings: 2, sources: "user,agent"},
+		{file: "atof01_relay.jsonl", layout: LayoutATOF01, session: "sess-main", status: model.StatusCompleted,
+			agent: "relay_agent", model: "gpt-4.1", steps: 5, calls: 1,
+			prompt: 60, completion: 8, cached: 14, sources: "user,system,user,agent,agent"},
+		{file: "nat02_exmp01.jsonl", layout: LayoutNAT02, session: "scope-agent-001", status: model.StatusCompleted,
+			agent: "simple_calculator_agent", model: "nvidia/nemotron-3-super-v3", steps: 3, calls: 1,
+			prompt: -1, completion: -1, cached: -1, sources: "user,agent,agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+"/"+tt.session, func(t *testing.T) {
+			sls, layout := normalize(t, tt.file, all[tt.file])
+			if layout != tt.layout {
+				t.Fatalf("layout %q, want %q", layout, tt.layout)
+			}
+			var sl *model.Storyline
+			for _, s := range sls {
+				if s.Run.SessionID == tt.session {
+					sl = s
+				}
+			}
+			if sl == nil {
+				t.Fatalf("no Storyline for session %q", tt.session)
+			}
+			r := sl.Run
+			var sources []string
+			for _, st := range sl.Steps {
+				sources = append(sources, st.Source)
+			}
+			var errorCalls int
+			for _, tc := range sl.ToolCalls {
+				if tc.ResultStatus == model.ResultError {
+					errorCalls++
+				}
+			}
+			got := []any{r.Status, model.Deref(r.AgentName), model.Deref(r.AgentModelName), model.Deref(r.ParentSessionID),
+				r.StepCount, r.ToolCallCount, errorCalls, i64(r.PromptTokens), i64(r.CompletionTokens), i64(r.CachedTokens),
+				len(sl.Warnings), strings.Join(sources, ","), r.SourceFormat}
+			want := []any{tt.status, tt.agent, tt.model, tt.parent, tt.steps, tt.calls, tt.errorCalls,
+				tt.prompt, tt.completion, tt.cached, tt.warnings, tt.sources, "actf/" + tt.layout}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("field %d: got %v, want %v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSampleDetails pins the sample's edge cases: the failing tool scope
+// keeps its error, the agent's final answer becomes a step, and the agent
+// input already in the llm input is not repeated.
+func TestSampleDetails(t *testing.T) {
+	sls, _ := normalize(t, "s.jsonl", inputs(t)[filepath.Base(sampleDraft)])
+	if len(sls) != 1 {
+		t.Fatalf("%d Storylines, want 1", len(sls))
+	}
+	sl := sls[0]
+	tc := sl.ToolCalls[0]
+	if tc.ToolCallID != "call_xyz" || tc.FunctionName != "web_search" || tc.StepID != "llm-003" ||
+		model.Deref(tc.Arguments) != `{"q":"quantum computing news"}` || !tc.ArgumentsValid ||
+		model.Deref(tc.Result) != "request timed out after 5s" || tc.ResultLink != model.LinkByID ||
+		!strings.Contains(model.Deref(tc.Extra), `"type":"TimeoutError"`) {
+		t.Errorf("tool call: %+v", tc)
+	}
+	last := sl.Steps[2]
+	if !strings.HasPrefix(model.Deref(last.MessageValue), "Sorry \u2014 the search service") {
+		t.Errorf("final answer: %q", model.Deref(last.MessageValue))
+	}
+	if sl.Steps[1].MessageKind != "tool_calls_only" || sl.Steps[1].MessageValue != nil {
+		t.Errorf("llm step: %+v", sl.Steps[1])
+	}
+	if r := sl.Run; r.StartedAt.Format("15:04:05") != "00:00:00" || r.EndedAt.Format("15:04:05") != "00:00:10" {
+		t.Errorf("run times %v..%v", r.StartedAt, r.EndedAt)
+	}
+	if !strings.Contains(model.Deref(sl.Run.Extra), `"stream_header"`) {
+		t.Errorf("run extra lacks the stream header: %s", model.Deref(sl.Run.Extra))
+	}
+}
+
+func TestSubagentLink(t *testing.T) {
+	sls, _ := normalize(t, "r.jsonl", inputs(t)["atof01_relay.jsonl"])
+	if len(sls) != 2 || sls[0].Run.SessionID != "sess-child" || sls[1].Run.SessionID != "sess-main" {
+		t.Fatalf("sessions: %d", len(sls))
+	}
+	child, main := sls[0].Run, sls[1].Run
+	if child.RunID != "sess-main" || main.RunID != "sess-main" {
+		t.Errorf("run ids %q %q", child.RunID, main.RunID)
+	}
+	if want := `[{"step_id":"l-1","session_id":"sess-child","embedded":false,"child_session_id":"sess-child"}]`; model.Deref(main.SubagentRefs) != want {
+		t.Errorf("subagent_refs %s", model.Deref(main.SubagentRefs))
+	}
+	if !strings.Contains(model.Deref(child.Extra), `"redacted_payloads":3`) {
+		t.Errorf("child extra %s", model.Deref(child.Extra))
+	}
+}
+
+func TestEdgeCases(t *testing.T) {
+	tests := []struct {
+		name, input string
+		wantErr     bool
+		check       func(t *testing.T, sls []*model.Storyline)
+	}{
+		{name: "bad JSON line", wantErr: true,
+			input: `{"kind":"ScopeStart","schema_version":"0.1","uuid":"a","scope_type":"agent","name":"x"}` + "\n{oops\n"},
+		{name: "no agent scope: file session, tool without llm",
+			input: `{"kind":"scope","category":"tool","name":"terminal","scope_category":"start","data":{"cmd":"ls"}}` + "\n" +
+				`{"kind":"scope","category":"tool","name":"terminal","scope_category":"end","metadata":{"status":"error"},"data":"boom"}`,
+			check: func(t *testing.T, sls []*model.Storyline) {
+				sl := sls[0]
+				if sl.Run.SessionID != "in" || len(sl.ToolCalls) != 1 || len(sl.Steps) != 1 ||
+					sl.ToolCalls[0].ResultStatus != model.ResultError || model.Deref(sl.ToolCalls[0].Result) != "boom" ||
+					model.Deref(sl.ToolCalls[0].Arguments) != `{"cmd":"ls"}` || len(sl.Warnings) != 1 {
+					t.Errorf("%+v %+v %v", sl.Run, sl.ToolCalls, sl.Warnings)
+				}
+			}},
+		{name: "dangling agent and reopened session",
+			input: `{"kind":"ScopeStart","schema_version":"0.1","uuid":"a","scope_type":"agent","name":"x","metadata":{"session_id":"s"}}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"a","scope_type":"agent","name":"x","status":"ok","metadata":{"session_id":"s"}}` + "\n" +
+				`{"kind":"ScopeStart","schema_version":"0.1","uuid":"b","scope_type":"agent","name":"x","metadata":{"session_id":"s"}}`,
+			check: func(t *testing.T, sls []*model.Storyline) {
+				if len(sls) != 2 || sls[0].Run.SessionID != "s" || sls[1].Run.SessionID != "s#2" ||
+					model.Deref(sls[1].Run.OriginalSessionID) != "s" || sls[1].Run.Status != model.StatusUnknown {
+					t.Errorf("%+v", sls)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var sls []*model.Storyline
+			err := New().Normalize(context.Background(), strings.NewReader(tt.input), format.Source{Path: "in.jsonl", File: "in.jsonl"},
+				LayoutNATDraft, func(sl *model.Storyline) error { sls = append(sls, sl); return nil })
+			if tt.wantErr {
+				var pe *format.ParseError
+				if !errors.As(err, &pe) || pe.Line != 2 {
+					t.Fatalf("err = %v, want a ParseError at line 2", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, sls)
+		})
+	}
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{`{"kind":"scope","scope_category":"start","atof_version":"0.1","uuid":"u"}`, LayoutATOF01},
+		{`{"kind":"scope","category":"tool","name":"t","scope_category":"start"}`, LayoutATOF01},
+		{`{"schema_version":"0.1","uuid":"h","kind":"StreamHeader","codecs":{}}`, LayoutNATDraft},
+		{`{"kind":"StreamHeaderEvent","schema_version":"0.2","uuid":"h"}`, LayoutNAT02},
+		{`{"kind":"ScopeStart","schema_version":"0.2","uuid":"a","scope_type":"agent","flags":[]}`, LayoutNAT02},
+		{`{"kind":"ScopeStart","schema_version":"0.1","uuid":"a","scope_type":"agent"}`, LayoutNATDraft},
+		{`{"v":1,"event_id":"e","kind":"mark","seq":0}`, ""},
+		{`{"messages":[]}`, ""},
+	}
+	for _, tt := range tests {
+		got, ok := New().Detect(format.NewProbe("x.jsonl", []byte(tt.line+"\n"+tt.line+"\n"), false))
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%s: got %q %v, want %q", tt.line, got, ok, tt.want)
+		}
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	in, _ := loadInputs()
+	for _, data := range in {
+		f.Add(data)
+	}
+	f.Add([]byte(`{"kind":"ScopeEnd","uuid":"x","scope_type":"llm","output":{"choices":[{"message":{"content":[{"type":"tool_use"}]}}]}}`))
+	f.Add([]byte(`{"kind":"scope","scope_category":"end","data":"{\"reason\":\"error\"}","category":"agent"}`))
+	f.Add([]byte("null\n[]\n{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, layout := range []string{LayoutATOF01, LayoutNAT02, LayoutNATDraft} {
+			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
+				func(sl *model.Storyline) error { return nil })
+			var pe *format.ParseError
+			if err != nil && !errors.As(err, &pe) {
+				t.Fatalf("error is not a ParseError: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzDetect(f *testing.F) {
+	in, _ := loadInputs()
+	for _, data := range in {
+		f.Add(data)
+	}
+	f.Add([]byte(`{"kind":"scope"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		New().Detect(format.NewProbe("f.jsonl", data, false))
+	})
+}

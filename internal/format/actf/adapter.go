@@ -1,0 +1,251 @@
+// Package actf reads ACTF, the line-delimited agent trace event stream
+// (scope start/end events plus marks), in the public ATOF dialects: NeMo
+// Relay ATOF 0.1, the NeMo Agent Toolkit package spec v0.2, and the earlier
+// NAT draft. See docs/formats/actf.md for the mapping.
+package actf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Layouts, one per dialect; runs.source_format is "actf/<layout>".
+const (
+	LayoutATOF01   = "atof-0.1"
+	LayoutNAT02    = "nat-0.2"
+	LayoutNATDraft = "nat-draft"
+)
+
+type adapter struct{}
+
+// New returns the ACTF adapter.
+func New() format.Adapter { return adapter{} }
+
+func (adapter) Name() string { return format.ACTF }
+
+// Detect recognizes the dialect from the first line's discriminators.
+func (adapter) Detect(p *format.Probe) (string, bool) {
+	if p.Shape != format.ShapeLines && p.Shape != format.ShapeObject {
+		return "", false
+	}
+	o := p.First
+	switch kind := o.Str("kind"); {
+	case o.Has("atof_version"):
+		return LayoutATOF01, true
+	case kind == "scope" && (o.Has("scope_category") || o.Has("category")):
+		return LayoutATOF01, true
+	case kind == "mark" && (o.Has("category") || o.Has("category_profile")):
+		return LayoutATOF01, true
+	case kind == "StreamHeader":
+		return LayoutNATDraft, true
+	case kind == "StreamHeaderEvent":
+		return LayoutNAT02, true
+	case (kind == "ScopeStart" || kind == "ScopeEnd" || kind == "Mark") && o.Has("uuid"):
+		if o.Str("schema_version") == "0.1" && !o.Has("flags") && !o.Has("profile") && kind != "Mark" {
+			return LayoutNATDraft, true
+		}
+		return LayoutNAT02, true
+	}
+	return "", false
+}
+
+// Normalize streams the events, routes each to its session and emits a
+// session's Storyline when its root agent scope ends; sessions without one
+// are emitted at EOF in order of first appearance. Memory is bounded by
+// the events of the sessions open at once, plus a uuid → session map.
+func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
+	switch layout {
+	case LayoutATOF01, LayoutNAT02, LayoutNATDraft:
+	default:
+		return fmt.Errorf("actf: unknown layout %q", layout)
+	}
+	s := &stream{
+		src: src, layout: layout, emit: emit,
+		sessions: map[string]*session{}, ids: map[string]string{}, scopeSession: map[string]string{},
+		open: map[string][]*event{}, parents: map[string]string{},
+		emitted: map[string]int{}, seen: map[string]bool{},
+	}
+	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
+		e, err := decodeLine(line, text)
+		if err != nil {
+			return format.Errorf(src, line, "", "not a JSON object: %v", err)
+		}
+		return s.route(e)
+	})
+	if err != nil {
+		return err
+	}
+	for _, key := range s.order {
+		if sess, ok := s.sessions[key]; ok {
+			if err := s.flush(sess); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type stream struct {
+	src          format.Source
+	layout       string
+	emit         format.Emit
+	header       json.RawMessage
+	sessions     map[string]*session
+	ids          map[string]string   // session key → session id, flushed ones included
+	order        []string            // session keys in order of first appearance
+	scopeSession map[string]string   // scope uuid → session key
+	open         map[string][]*event // pairing key → starts not yet ended
+	parents      map[string]string   // child session id → parent session id
+	emitted      map[string]int      // session ids already emitted
+	seen         map[string]bool     // session ids seen in the stream
+}
+
+type session struct {
+	key, id string
+	events  []*event
+	root    *event // the agent scope whose end closes the session
+}
+
+func (s *stream) route(e *event) error {
+	if e.phase == phaseHeader {
+		if s.header == nil {
+			s.header = headerJSON(e.obj)
+		}
+		return nil
+	}
+	if e.phase == phaseEnd {
+		s.pair(e)
+	}
+	if e.sessionID != "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
+		s.parents[e.sessionID] = e.parentSessionID
+	}
+	key, id := s.sessionOf(e)
+	sess, ok := s.sessions[key]
+	if !ok {
+		sess = &session{key: key, id: id}
+		s.sessions[key] = sess
+		s.ids[key] = id
+		s.order = append(s.order, key)
+	}
+	s.seen[id] = true
+	if e.phase == phaseStart {
+		if e.uuid != "" {
+			s.scopeSession[e.uuid] = key
+		}
+		s.open[openKey(e)] = append(s.open[openKey(e)], e)
+		if sess.root == nil && e.scopeType == scopeAgent && !s.inSession(e.parentUUID, key) {
+			sess.root = e
+		}
+	}
+	sess.events = append(sess.events, e)
+	if e.phase == phaseEnd && e.start != nil && e.start == sess.root {
+		return s.flush(sess)
+	}
+	return nil
+}
+
+// inSession reports whether scope uuid belongs to the session key.
+func (s *stream) inSession(uuid, key string) bool {
+	k, ok := s.scopeSession[uuid]
+	return ok && k == key
+}
+
+func (s *stream) known(uuid string) bool {
+	_, ok := s.scopeSession[uuid]
+	return uuid != "" && ok
+}
+
+// pair links an end to the latest open start with the same uuid (or, for
+// producers that omit uuids, the same type, name and tool call id).
+func (s *stream) pair(e *event) {
+	k := openKey(e)
+	starts := s.open[k]
+	if len(starts) == 0 {
+		return
+	}
+	e.start = starts[len(starts)-1]
+	if len(starts) == 1 {
+		delete(s.open, k)
+	} else {
+		s.open[k] = starts[:len(starts)-1]
+	}
+}
+
+func openKey(e *event) string {
+	if e.uuid != "" {
+		return "u:" + e.uuid
+	}
+	return "a:" + e.scopeType + "|" + e.name + "|" + e.toolCallID
+}
+
+// sessionOf decides which Storyline an event belongs to: its
+// metadata.session_id (a subagent announcement belongs to the parent), else
+// the session of its start or parent scope, else a root agent scope starts
+// a session named by its uuid, else the file's default session.
+func (s *stream) sessionOf(e *event) (key, id string) {
+	switch {
+	case e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent"):
+		return "s:" + e.parentSessionID, e.parentSessionID
+	case e.sessionID != "":
+		return "s:" + e.sessionID, e.sessionID
+	case e.start != nil && e.start.uuid != "" && s.known(e.start.uuid):
+		return s.keyOf(s.scopeSession[e.start.uuid])
+	case s.known(e.parentUUID):
+		return s.keyOf(s.scopeSession[e.parentUUID])
+	case e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "":
+		return "u:" + e.uuid, e.uuid
+	}
+	base := path.Base(s.src.File)
+	return "f", strings.TrimSuffix(base, path.Ext(base))
+}
+
+func (s *stream) keyOf(key string) (string, string) { return key, s.ids[key] }
+
+// flush builds and emits a session's Storyline. A session id seen again
+// after its Storyline was emitted gets a numbered suffix, keeping
+// session_id unique within the file.
+func (s *stream) flush(sess *session) error {
+	delete(s.sessions, sess.key)
+	b := newBuilder(sess.id, func(id string) bool { return s.seen[id] })
+	sl := b.build(sess.events, s.header)
+	r := &sl.Run
+	if n := s.emitted[sess.id]; n > 0 {
+		r.SessionID = sess.id + "#" + strconv.Itoa(n+1)
+		r.OriginalSessionID = model.Str(sess.id)
+	}
+	s.emitted[sess.id]++
+	r.ParentSessionID = model.Str(s.parents[sess.id])
+	r.RunID = s.rootSession(sess.id)
+	r.SourceFormat = format.ACTF + "/" + s.layout
+	sl.Finalize(s.src.File)
+	return s.emit(sl)
+}
+
+// rootSession follows subagent parents up to the main session, which names
+// the run.
+func (s *stream) rootSession(id string) string {
+	for range len(s.parents) + 1 {
+		parent, ok := s.parents[id]
+		if !ok {
+			break
+		}
+		id = parent
+	}
+	return id
+}
+
+// headerJSON keeps the stream header (codecs, schemas) for the run extra.
+func headerJSON(obj map[string]json.RawMessage) json.RawMessage {
+	if text := format.Extra(obj); text != nil {
+		return json.RawMessage(*text)
+	}
+	return json.RawMessage("{}")
+}

@@ -1,0 +1,564 @@
+package actf
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+const redacted = "<redacted>"
+
+// builder turns one session's events, in file order, into a Storyline.
+type builder struct {
+	sl        model.Storyline
+	stepIDs   map[string]bool
+	lastAgent int            // index of the latest agent step, -1 before any
+	llmSteps  map[string]int // llm scope uuid → its agent step
+	openCalls map[string]int // tool_call_id → call row not yet bound to a tool scope
+	scopeRows map[*event]int // tool scope start → its call row
+	prevInput []string       // fingerprints of the previous llm input
+	llmEnded  bool
+	root      *event // the run's agent scope start
+	marks     map[string]int64
+	scopes    map[string]int64 // unmapped scope types
+	refs      []model.SubagentRef
+	redacted  int64
+	resolved  func(sessionID string) bool
+}
+
+func newBuilder(sessionID string, resolved func(string) bool) *builder {
+	b := &builder{
+		stepIDs: map[string]bool{}, lastAgent: -1, llmSteps: map[string]int{},
+		openCalls: map[string]int{}, scopeRows: map[*event]int{},
+		marks: map[string]int64{}, scopes: map[string]int64{}, resolved: resolved,
+	}
+	b.sl.Run.SessionID = sessionID
+	return b
+}
+
+func (b *builder) warn(e *event, format string, args ...any) {
+	b.sl.Warnings = append(b.sl.Warnings, model.Warning{Line: e.line, Message: fmt.Sprintf(format, args...)})
+}
+
+// build maps the events; header is the stream header line, if any.
+func (b *builder) build(events []*event, header json.RawMessage) *model.Storyline {
+	inputShown := agentInputShown(events)
+	for _, e := range events {
+		if format.String(e.payload) == redacted {
+			b.redacted++
+		}
+		switch e.phase {
+		case phaseStart:
+			b.start(e, inputShown)
+		case phaseEnd:
+			b.end(e)
+		case phaseMark:
+			b.mark(e)
+		default:
+			b.warn(e, "unknown event kind %q; counted in run extra", e.kind)
+			b.marks["kind:"+e.kind]++
+		}
+	}
+	if b.root != nil && b.sl.Run.EndedAt == nil {
+		b.warn(b.root, "agent scope %q never ended", b.root.name)
+	}
+	b.runExtra(header)
+	return &b.sl
+}
+
+func scopeTypeOf(e *event) string {
+	if e.scopeType == "" && e.start != nil {
+		return e.start.scopeType
+	}
+	return e.scopeType
+}
+
+func (b *builder) start(e *event, inputShown bool) {
+	switch scopeTypeOf(e) {
+	case scopeAgent:
+		if b.root != nil {
+			b.scopes["agent (nested)"]++
+			return
+		}
+		b.root = e
+		r := &b.sl.Run
+		r.AgentName = model.Str(e.name)
+		r.StartedAt = e.ts
+		if !inputShown && !format.IsNull(e.payload) {
+			b.textStep(e, pairKey(e)+":input", model.SourceUser, e.payload)
+		}
+	case scopeLLM:
+		b.llmStart(e)
+	case scopeTool:
+		b.bindCall(e)
+	default:
+		b.otherScope(e)
+	}
+}
+
+func (b *builder) end(e *event) {
+	switch scopeTypeOf(e) {
+	case scopeAgent:
+		if b.root == nil && e.start == nil {
+			b.warn(e, "agent scope end without a start")
+			b.root = e
+			b.sl.Run.AgentName = model.Str(e.name)
+		}
+		if e.start != nil && e.start == b.root || e == b.root {
+			b.runEnd(e)
+		}
+	case scopeLLM:
+		b.llmEnd(e)
+	case scopeTool:
+		b.toolEnd(e)
+	default:
+		if e.start == nil {
+			b.otherScope(e)
+		}
+	}
+}
+
+func (b *builder) otherScope(e *event) {
+	t := scopeTypeOf(e)
+	if t == "" {
+		t = "(none)"
+	}
+	if b.scopes[t] == 0 {
+		b.warn(e, "scope type %q is not mapped to steps; counted in run extra", t)
+	}
+	b.scopes[t]++
+}
+
+// agentInputShown reports whether the agent scope's input is repeated as a
+// user message of the first llm call, so that it is not recorded twice.
+func agentInputShown(events []*event) bool {
+	var input string
+	for _, e := range events {
+		switch {
+		case e.phase == phaseStart && scopeTypeOf(e) == scopeAgent && input == "":
+			input, _, _ = format.Content(e.payload)
+		case e.phase == phaseStart && scopeTypeOf(e) == scopeLLM:
+			msgs, _ := inputMessages(e.payload)
+			for _, m := range msgs {
+				if m.role == "user" && m.text != nil && *m.text == input {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+func (b *builder) appendStep(st model.Step) int {
+	id, n := st.StepID, 1
+	for b.stepIDs[st.StepID] {
+		n++
+		st.StepID = id + "#" + strconv.Itoa(n)
+	}
+	b.stepIDs[st.StepID] = true
+	if st.Source == model.SourceAgent {
+		b.lastAgent = len(b.sl.Steps)
+	}
+	b.sl.Steps = append(b.sl.Steps, st)
+	return len(b.sl.Steps) - 1
+}
+
+// textStep records a payload that is not a recognizable message list as
+// one step holding its text (or its JSON).
+func (b *builder) textStep(e *event, id, source string, payload json.RawMessage) {
+	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts,
+		Extra: scopeExtra(e)}
+	if text, kind, ok := format.Content(payload); ok {
+		st.MessageValue, st.MessageKind = model.Str(text), kind
+	}
+	b.appendStep(st)
+}
+
+// llmStart records the new input messages of an llm call. Chat inputs
+// repeat the whole history, so only the messages after the previous call's
+// input are new; after the first call, assistant and tool messages echo
+// recorded llm outputs and tool results and are skipped (a tool message
+// still fills a call's missing result).
+func (b *builder) llmStart(e *event) {
+	msgs, ok := inputMessages(e.payload)
+	if !ok {
+		if !format.IsNull(e.payload) {
+			b.textStep(e, pairKey(e)+":input", model.SourceUser, e.payload)
+		}
+		return
+	}
+	fps := make([]string, len(msgs))
+	for i, m := range msgs {
+		fps[i] = m.fingerprint
+	}
+	offset := 0
+	if isPrefix(b.prevInput, fps) {
+		offset = len(b.prevInput)
+	}
+	b.prevInput = fps
+	for i, m := range msgs[offset:] {
+		source := roleSource(m)
+		if source == model.SourceTool {
+			b.resultFromMessage(m)
+		}
+		if b.llmEnded && (source == model.SourceAgent || source == model.SourceTool) {
+			continue
+		}
+		id := pairKey(e) + ":input:" + strconv.Itoa(offset+i)
+		idx := b.messageStep(e, id, source, m)
+		if source == model.SourceAgent {
+			b.addCalls(e, b.sl.Steps[idx].StepID, m.calls)
+		}
+	}
+}
+
+func isPrefix(prefix, s []string) bool {
+	if len(prefix) == 0 || len(prefix) > len(s) {
+		return false
+	}
+	for i := range prefix {
+		if prefix[i] != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func roleSource(m message) string {
+	switch m.role {
+	case "system", "developer":
+		return model.SourceSystem
+	case "assistant", "model":
+		return model.SourceAgent
+	case "tool", "function":
+		return model.SourceTool
+	}
+	if m.toolCallID != "" { // Anthropic tool_result blocks travel in user messages
+		return model.SourceTool
+	}
+	return model.SourceUser
+}
+
+func (b *builder) messageStep(e *event, id, source string, m message) int {
+	st := model.Step{StepID: id, Source: source, MessageKind: m.kind, Reasoning: m.reasoning,
+		Timestamp: e.ts, Extra: scopeExtra(e)}
+	if m.text != nil && *m.text != "" {
+		st.MessageValue = m.text
+	} else if len(m.calls) > 0 {
+		st.MessageKind = "tool_calls_only"
+	}
+	if source == model.SourceAgent {
+		st.ModelName = model.Str(e.modelName)
+	}
+	return b.appendStep(st)
+}
+
+func (b *builder) resultFromMessage(m message) {
+	row, ok := b.openCalls[m.toolCallID]
+	if !ok || m.text == nil {
+		return
+	}
+	tc := &b.sl.ToolCalls[row]
+	if tc.ResultLink == "" {
+		tc.Result, tc.ResultStatus, tc.ResultLink = m.text, model.ResultOK, model.LinkByID
+	}
+}
+
+// llmEnd records the agent step of an llm call: its output message, tool
+// calls and usage.
+func (b *builder) llmEnd(e *event) {
+	if e.start == nil {
+		b.warn(e, "llm scope %q ended without a start", pairKey(e))
+	}
+	m, usage, ok := agentOutput(e.payload)
+	if !ok {
+		m = message{kind: format.KindText}
+		if text, kind, has := format.Content(e.payload); has {
+			m.text, m.kind = &text, kind
+		}
+	}
+	if e.modelName == "" && e.start != nil {
+		e.modelName = e.start.modelName
+	}
+	idx := b.messageStep(e, pairKey(e), model.SourceAgent, m)
+	st := &b.sl.Steps[idx]
+	t := usageTokens(usage)
+	st.PromptTokens, st.CompletionTokens, st.CachedTokens, st.ReasoningTokens = t.prompt, t.completion, t.cached, t.reasoning
+	st.Extra = endExtra(e, st.Extra)
+	if b.sl.Run.AgentModelName == nil {
+		b.sl.Run.AgentModelName = st.ModelName
+	}
+	b.llmSteps[e.uuid] = idx
+	b.llmEnded = true
+	b.addCalls(e, st.StepID, m.calls)
+}
+
+func (b *builder) addCalls(e *event, stepID string, calls []call) {
+	for i, c := range calls {
+		id := c.id
+		if id == "" {
+			id = stepID + ":call:" + strconv.Itoa(i)
+		}
+		args, valid := format.ArgumentsText(c.args)
+		b.openCalls[id] = len(b.sl.ToolCalls)
+		b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
+			StepID: stepID, ToolCallID: id, FunctionName: c.name, Arguments: args, ArgumentsValid: valid,
+		})
+	}
+}
+
+// bindCall finds the call row of a tool scope: the call an llm output
+// announced with the same tool_call_id, else a new call on the parent llm's
+// step, the latest agent step, or (with a warning) an agent step of its own.
+func (b *builder) bindCall(e *event) int {
+	if row, ok := b.openCalls[e.toolCallID]; ok && e.toolCallID != "" {
+		delete(b.openCalls, e.toolCallID)
+		b.scopeRows[e] = row
+		b.setArgs(row, e)
+		return row
+	}
+	step, ok := b.llmSteps[e.parentUUID]
+	if !ok || e.parentUUID == "" {
+		step = b.lastAgent
+	}
+	if step < 0 {
+		b.warn(e, "tool scope %q has no agent step to attach to; an agent step was added", e.name)
+		step = b.appendStep(model.Step{StepID: pairKey(e) + ":call", Source: model.SourceAgent,
+			MessageKind: "tool_calls_only", Timestamp: e.ts})
+	}
+	id := first(e.toolCallID, e.uuid, "line:"+strconv.FormatInt(e.line, 10))
+	row := len(b.sl.ToolCalls)
+	b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
+		StepID: b.sl.Steps[step].StepID, ToolCallID: id, FunctionName: e.name,
+	})
+	b.scopeRows[e] = row
+	b.setArgs(row, e)
+	return row
+}
+
+func (b *builder) setArgs(row int, e *event) {
+	tc := &b.sl.ToolCalls[row]
+	if e.phase == phaseStart && tc.Arguments == nil {
+		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(e.payload)
+	}
+	if tc.FunctionName == "" {
+		tc.FunctionName = e.name
+	}
+	tc.Extra = mergeObject(tc.Extra, scopeExtra(e))
+}
+
+func (b *builder) toolEnd(e *event) {
+	row, ok := b.scopeRows[e.start]
+	if !ok || e.start == nil {
+		b.warn(e, "tool scope %q ended without a start", e.name)
+		row = b.bindCall(e)
+	}
+	tc := &b.sl.ToolCalls[row]
+	if text, _, has := format.Content(e.payload); has {
+		tc.Result = &text
+	}
+	tc.ResultLink, tc.ResultStatus = model.LinkByID, model.ResultOK
+	if e.status == "error" || e.status == "cancelled" || !format.IsNull(e.errRaw) {
+		tc.ResultStatus = model.ResultError
+		if tc.Result == nil {
+			tc.Result = errorText(e.errRaw)
+		}
+	}
+	tc.Extra = endExtra(e, tc.Extra)
+}
+
+// errorText is the message of an {type, message} error object, or the
+// error's JSON.
+func errorText(raw json.RawMessage) *string {
+	if obj := subObject(raw); obj != nil && str(obj, "message") != "" {
+		return model.Str(str(obj, "message"))
+	}
+	if text, _, ok := format.Content(raw); ok {
+		return &text
+	}
+	return nil
+}
+
+func (b *builder) runEnd(e *event) {
+	r := &b.sl.Run
+	r.EndedAt = e.ts
+	status, known := runStatus(e.status)
+	if !known {
+		b.warn(e, "agent scope status %q is not recognized; run status unknown", e.status)
+	}
+	r.Status = status
+	text, _, ok := format.Content(e.payload)
+	if !ok || text == "" {
+		return
+	}
+	// The agent's final answer is a step unless the last llm output said it.
+	if b.lastAgent >= 0 && model.Deref(b.sl.Steps[b.lastAgent].MessageValue) == text {
+		return
+	}
+	b.textStep(e, pairKey(e)+":output", model.SourceAgent, e.payload)
+}
+
+func runStatus(s string) (status string, known bool) {
+	switch strings.ToLower(s) {
+	case "":
+		return model.StatusUnknown, true
+	case "ok", "completed", "complete", "success", "succeeded", "done", "finished", "stop", "end_turn":
+		return model.StatusCompleted, true
+	case "error", "failed", "failure", "exception":
+		return model.StatusError, true
+	case "cancelled", "canceled", "interrupted", "aborted":
+		return model.StatusCancelled, true
+	case "timeout", "max_turns", "max_tokens", "length", "truncated":
+		return model.StatusTruncated, true
+	}
+	return model.StatusUnknown, false
+}
+
+// mark counts marks by name; a subagent announcement naming a child
+// session becomes a subagent ref.
+func (b *builder) mark(e *event) {
+	b.marks[first(e.name, "(unnamed)")]++
+	if !strings.Contains(strings.ToLower(e.name), "subagent") {
+		return
+	}
+	meta := subObject(e.obj["metadata"])
+	data := subObject(decodedData(e.obj["data"]))
+	child := first(str(meta, "child_session_id"), str(data, "child_session_id"))
+	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
+		child = e.sessionID
+	}
+	if child == "" || child == b.sl.Run.SessionID {
+		return
+	}
+	for _, ref := range b.refs {
+		if ref.SessionID == child {
+			return
+		}
+	}
+	ref := model.SubagentRef{SessionID: child, TrajectoryID: first(str(meta, "subagent_id"), str(data, "subagent_id"))}
+	if b.lastAgent >= 0 {
+		ref.StepID = b.sl.Steps[b.lastAgent].StepID
+	}
+	if b.resolved(child) {
+		ref.ChildSessionID = child
+	}
+	b.refs = append(b.refs, ref)
+}
+
+func (b *builder) runExtra(header json.RawMessage) {
+	r := &b.sl.Run
+	extra := map[string]json.RawMessage{}
+	if header != nil {
+		extra["stream_header"] = header
+	}
+	if b.root != nil {
+		if left := leftover(b.root); left != nil {
+			extra["agent_scope"] = json.RawMessage(*left)
+		}
+	}
+	for key, counts := range map[string]map[string]int64{"marks": b.marks, "unmapped_scopes": b.scopes} {
+		if obj := countsObject(counts); obj != nil {
+			extra[key] = obj
+		}
+	}
+	if b.redacted > 0 {
+		extra["redacted_payloads"] = json.RawMessage(strconv.FormatInt(b.redacted, 10))
+	}
+	r.Extra = format.Extra(extra)
+	if len(b.refs) > 0 {
+		refs, _ := jsonx.Marshal(b.refs)
+		r.SubagentRefs = model.Str(string(refs))
+	}
+}
+
+func countsObject(counts map[string]int64) json.RawMessage {
+	if len(counts) == 0 {
+		return nil
+	}
+	obj := make(map[string]json.RawMessage, len(counts))
+	for k, n := range counts {
+		obj[k] = json.RawMessage(strconv.FormatInt(n, 10))
+	}
+	return json.RawMessage(*format.Extra(obj))
+}
+
+// scopeExtra records which scope a row came from.
+func scopeExtra(e *event) *string {
+	if e.uuid == "" {
+		return nil
+	}
+	s := `{"scope_uuid":` + string(mustJSON(e.uuid)) + `}`
+	return &s
+}
+
+// endExtra adds what a scope end carries beyond the columns: a non-ok
+// status, the error object, the payload schema and unmapped envelope keys.
+func endExtra(e *event, extra *string) *string {
+	extra = mergeObject(extra, scopeExtra(e))
+	if e.status != "" && e.status != "ok" {
+		extra = format.MergeExtra(extra, "status", mustJSON(e.status))
+	}
+	if !format.IsNull(e.errRaw) {
+		extra = format.MergeExtra(extra, "error", e.errRaw)
+	}
+	if e.dataSchema != "" {
+		extra = format.MergeExtra(extra, "data_schema", mustJSON(e.dataSchema))
+	}
+	if left := leftover(e); left != nil {
+		extra = format.MergeExtra(extra, "event", json.RawMessage(*left))
+	}
+	return extra
+}
+
+// leftover is the event's unmapped envelope keys, without the empty values
+// (null, [], {}) producers emit for absent fields.
+func leftover(e *event) *string {
+	obj := make(map[string]json.RawMessage, len(e.obj))
+	for k, v := range e.obj {
+		switch string(compactJSON(v)) {
+		case "null", "[]", "{}":
+			continue
+		}
+		if k == "data" && e.fromData {
+			continue
+		}
+		obj[k] = v
+	}
+	return format.Extra(obj, consumedKeys...)
+}
+
+func mergeObject(extra, add *string) *string {
+	if add == nil {
+		return extra
+	}
+	var obj map[string]json.RawMessage
+	if jsonx.Unmarshal([]byte(*add), &obj) != nil {
+		return extra
+	}
+	for k, v := range obj {
+		extra = format.MergeExtra(extra, k, v)
+	}
+	return extra
+}
+
+func mustJSON(s string) json.RawMessage {
+	b, _ := jsonx.Marshal(s) // marshaling a string cannot fail
+	return b
+}
+
+// pairKey names a scope: its uuid, else its line.
+func pairKey(e *event) string {
+	if e.uuid != "" {
+		return e.uuid
+	}
+	if e.start != nil && e.start.uuid != "" {
+		return e.start.uuid
+	}
+	return "line:" + strconv.FormatInt(e.line, 10)
+}

@@ -54,7 +54,10 @@ func plainValue(v any) any {
 		return string(t)
 	case time.Time:
 		return t.UTC()
-	case *big.Int:
+	case *big.Int: // HUGEINT, e.g. sum(BIGINT)
+		if t.IsInt64() {
+			return t.Int64()
+		}
 		return t.String()
 	case duckdb.Decimal:
 		return t.Float64()

@@ -51,7 +51,7 @@ func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) 
 		setup = append(setup, e.schemaDDL(d, p)...)
 	}
 	if e.positional {
-		setup = append(setup, "USE "+ident(catalog.DefaultAlias))
+		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
 	}
 	setup = append(setup, "SET lock_configuration=true")
 	for _, stmt := range setup {
@@ -86,10 +86,10 @@ func (p *plan) dirs(spill string) []string {
 // the resolved sources (zero: an empty typed view; one: a plain scan; more:
 // UNION ALL).
 func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
-	schema := ident(d.Mount.Alias)
+	schema := Ident(d.Mount.Alias)
 	stmts := []string{"CREATE SCHEMA " + schema}
-	stmts = append(stmts, tableDDL(schema, model.RelSources, sourceRows(d))...)
-	stmts = append(stmts, tableDDL(schema, model.RelProjections, projectionRows(d))...)
+	stmts = append(stmts, tableDDL(schema, model.RelSources, rowValues(d.SourceRows()))...)
+	stmts = append(stmts, tableDDL(schema, model.RelProjections, rowValues(d.ProjectionRows()))...)
 	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents} {
 		rp := p.rels[relKey{d.Mount.Alias, rel}]
 		var scans []string
@@ -104,7 +104,7 @@ func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
 		if len(scans) > 0 {
 			body = strings.Join(scans, "\nUNION ALL\n")
 		}
-		stmts = append(stmts, fmt.Sprintf("CREATE VIEW %s.%s AS %s", schema, ident(rel), body))
+		stmts = append(stmts, fmt.Sprintf("CREATE VIEW %s.%s AS %s", schema, Ident(rel), body))
 	}
 	return stmts
 }
@@ -119,7 +119,7 @@ func scan(rel, file string, files []string) string {
 		if c.Name == "_file_" {
 			sel[i] = quote(file) + "::VARCHAR AS _file_"
 		} else {
-			sel[i] = ident(c.Name)
+			sel[i] = Ident(c.Name)
 		}
 	}
 	return fmt.Sprintf("SELECT %s FROM read_parquet([%s])", strings.Join(sel, ", "), quoteList(files))
@@ -129,7 +129,7 @@ func emptyScan(rel string) string {
 	cols := model.Schemas[rel]
 	sel := make([]string, len(cols))
 	for i, c := range cols {
-		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.SQLType, ident(c.Name))
+		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.SQLType, Ident(c.Name))
 	}
 	return "SELECT " + strings.Join(sel, ", ") + " WHERE false"
 }
@@ -139,9 +139,9 @@ func tableDDL(schema, rel string, rows [][]any) []string {
 	cols := model.Schemas[rel]
 	defs := make([]string, len(cols))
 	for i, c := range cols {
-		defs[i] = ident(c.Name) + " " + c.SQLType
+		defs[i] = Ident(c.Name) + " " + c.SQLType
 	}
-	stmts := []string{fmt.Sprintf("CREATE TABLE %s.%s (%s)", schema, ident(rel), strings.Join(defs, ", "))}
+	stmts := []string{fmt.Sprintf("CREATE TABLE %s.%s (%s)", schema, Ident(rel), strings.Join(defs, ", "))}
 	const batch = 500
 	for start := 0; start < len(rows); start += batch {
 		end := min(start+batch, len(rows))
@@ -153,59 +153,18 @@ func tableDDL(schema, rel string, rows [][]any) []string {
 			}
 			vals = append(vals, "("+strings.Join(lits, ", ")+")")
 		}
-		stmts = append(stmts, fmt.Sprintf("INSERT INTO %s.%s VALUES %s", schema, ident(rel), strings.Join(vals, ", ")))
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO %s.%s VALUES %s", schema, Ident(rel), strings.Join(vals, ", ")))
 	}
 	return stmts
 }
 
-func sourceRows(d *catalog.Dataset) [][]any {
-	rows := make([][]any, 0, len(d.Sources))
-	for _, s := range d.Sources {
-		kind := "file"
-		if s.Kind.IsStore() {
-			kind = "store"
-		}
-		var format, errText, ref, revKind any
-		if f := s.Format(); f != "" {
-			format = f
-		} else if s.FormatHint != "" {
-			format = s.FormatHint
-		}
-		if s.Err != nil {
-			errText = catalog.RedactURI(s.Err.Error())
-		}
-		if s.Revision != nil {
-			ref, revKind = s.Revision.Ref(), s.Revision.RevisionKind()
-		}
-		var size, mod any
-		if s.Err == nil {
-			size = s.Size
-			if !s.ModTime.IsZero() {
-				mod = s.ModTime
-			}
-		}
-		rows = append(rows, []any{d.Mount.NamespacePath(), s.File, kind, string(s.Kind), format, s.Status(),
-			errText, size, mod, ref, revKind, int64(len(s.Projections))})
+// rowValues converts metadata rows into value lists for tableDDL.
+func rowValues[T any](rows []T) [][]any {
+	out := make([][]any, len(rows))
+	for i := range rows {
+		out[i] = model.Values(&rows[i])
 	}
-	return rows
-}
-
-func projectionRows(d *catalog.Dataset) [][]any {
-	var rows [][]any
-	for _, s := range d.Sources {
-		for _, p := range s.Projections {
-			var mod any
-			if t := p.Generation.Manifest.CreatedAt; !t.IsZero() {
-				mod = t
-			}
-			var lineage int64
-			if l := p.Generation.Manifest.Lineage; l != nil {
-				lineage = l.EventsRevision
-			}
-			rows = append(rows, []any{s.File, p.File, p.Generation.Number, lineage, p.Fresh, p.Selected, mod})
-		}
-	}
-	return rows
+	return out
 }
 
 // literal renders a Go value as a SQL literal of the column's type.
@@ -222,7 +181,7 @@ func literal(v any, sqlType string) string {
 		return "false"
 	case time.Time:
 		return quote(t.UTC().Format(time.RFC3339Nano)) + "::" + sqlType
-	case int, int64:
+	case int, int64, float64:
 		return fmt.Sprint(t)
 	}
 	return quote(fmt.Sprint(v)) + "::" + sqlType

@@ -74,3 +74,21 @@ func ColumnNames(rel string) []string {
 	}
 	return names
 }
+
+// Values returns the fields of a row struct (Run, Step, SourceRow, ...) in
+// column order, with nil pointers as nil and other pointers dereferenced.
+func Values(row any) []any {
+	v := reflect.Indirect(reflect.ValueOf(row))
+	out := make([]any, v.NumField())
+	for i := range out {
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		out[i] = f.Interface()
+	}
+	return out
+}

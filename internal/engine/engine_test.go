@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/query"
+)
+
+var parser *query.Parser
+
+func TestMain(m *testing.M) {
+	var err error
+	if parser, err = query.NewParser(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	parser.Close()
+	os.Exit(code)
+}
+
+// chatLine is one OpenAI chat conversation with n tool calls, tagged so
+// business predicates can select it.
+func chatLine(tag string, n int) string {
+	msgs := []string{`{"role":"system","content":"sys"}`, fmt.Sprintf(`{"role":"user","content":"task %s"}`, tag)}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"%s","type":"function","function":{"name":"tool_%d","arguments":"{}"}}]}`, id, i%3),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"%s","content":"out %s %d"}`, id, tag, i))
+	}
+	msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":"done %s"}`, tag))
+	return `{"messages":[` + strings.Join(msgs, ",") + "]}\n"
+}
+
+// fixture writes a Dataset of n chat JSONL files under dirs a/ and b/.
+func fixture(t testing.TB, n int) string {
+	t.Helper()
+	root := t.TempDir()
+	for i := 0; i < n; i++ {
+		dir := "a"
+		if i%2 == 1 {
+			dir = "b"
+		}
+		path := filepath.Join(root, dir, fmt.Sprintf("f%03d.jsonl", i))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		content := chatLine(fmt.Sprintf("t%d", i), i%4) + chatLine(fmt.Sprintf("u%d", i), 1)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func open(t testing.TB, root string, opts catalog.Options) (*catalog.Snapshot, *Engine) {
+	t.Helper()
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	return snap, New(snap, parser, true)
+}
+
+func mustQuery(t testing.TB, e *Engine, sql string) *Result {
+	t.Helper()
+	res, err := e.Query(context.Background(), sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return res
+}
+
+func TestZeroResolvesAfterSnapshotAndEngineConstruction(t *testing.T) {
+	snap, e := open(t, fixture(t, 6), catalog.DefaultOptions())
+	_ = e
+	if n := snap.Resolves(); n != 0 {
+		t.Fatalf("resolves after construction = %d, want 0", n)
+	}
+	mustQuery(t, e, "SELECT count(*) FROM sources")
+	mustQuery(t, e, "DESCRIBE runs")
+	mustQuery(t, e, "SELECT table_name FROM information_schema.tables")
+	if n := snap.Resolves(); n != 0 {
+		t.Fatalf("metadata queries resolved %d sources", n)
+	}
+}
+
+func TestFilePredicateResolvesOnlyHits(t *testing.T) {
+	snap, e := open(t, fixture(t, 10), catalog.DefaultOptions())
+	res := mustQuery(t, e, "SELECT count(*) FROM steps WHERE _file_ IN ('a/f000.jsonl', 'b/f003.jsonl') AND source = 'tool'")
+	if got := res.Rows[0][0]; got != int64(0+3+1+1) {
+		t.Fatalf("tool steps = %v, want 5", got)
+	}
+	if n := snap.Resolves(); n != 2 {
+		t.Fatalf("resolved %d sources, want 2", n)
+	}
+	r := res.Pruning[0]
+	if r.Considered != 10 || r.Skipped != 8 || strings.Join(r.Resolved, ",") != "a/f000.jsonl,b/f003.jsonl" {
+		t.Fatalf("pruning report %+v", r)
+	}
+	// Resolution is cached for the Snapshot: the same sources are not resolved again.
+	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ = 'a/f000.jsonl'")
+	if n := snap.Resolves(); n != 2 {
+		t.Fatalf("re-resolved: %d", n)
+	}
+	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ LIKE 'b/%'")
+	if n := snap.Resolves(); n != 2+4 {
+		t.Fatalf("LIKE 'b/%%' resolved %d in total, want 6", n)
+	}
+}
+
+func TestSingleSourceHitHasNoUnionInPlan(t *testing.T) {
+	_, e := open(t, fixture(t, 4), catalog.DefaultOptions())
+	plan := planText(t, mustQuery(t, e, "EXPLAIN SELECT * FROM runs WHERE _file_ = 'a/f002.jsonl'"))
+	if strings.Contains(strings.ToUpper(plan), "UNION") {
+		t.Fatalf("single-source plan has a UNION:\n%s", plan)
+	}
+	plan = planText(t, mustQuery(t, e, "EXPLAIN SELECT * FROM runs"))
+	if !strings.Contains(strings.ToUpper(plan), "UNION") {
+		t.Fatalf("multi-source plan has no UNION:\n%s", plan)
+	}
+}
+
+func planText(t testing.TB, res *Result) string {
+	var b strings.Builder
+	for _, r := range res.Rows {
+		for _, v := range r {
+			fmt.Fprint(&b, v, "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestEmptyDatasetHasSixTypedRelations(t *testing.T) {
+	_, e := open(t, t.TempDir(), catalog.DefaultOptions())
+	res := mustQuery(t, e, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'dataset' ORDER BY 1")
+	var names []string
+	for _, r := range res.Rows {
+		names = append(names, r[0].(string))
+	}
+	if strings.Join(names, ",") != "events,projections,runs,sources,steps,tool_calls" {
+		t.Fatalf("relations: %v", names)
+	}
+	for _, rel := range names {
+		if n := mustQuery(t, e, "SELECT count(*) FROM "+rel).Rows[0][0]; n != int64(0) {
+			t.Fatalf("%s has %v rows", rel, n)
+		}
+	}
+	cols := mustQuery(t, e, "SELECT session_id, step_count, started_at FROM runs")
+	if strings.Join(cols.Types, ",") != "VARCHAR,BIGINT,TIMESTAMPTZ" {
+		t.Fatalf("empty runs types: %v", cols.Types)
+	}
+}
+
+func TestLateErrorIsNotSkippedUnderReport(t *testing.T) {
+	root := fixture(t, 2)
+	if err := os.WriteFile(filepath.Join(root, "a", "bad.jsonl"), []byte("{\"messages\": [{\"role\":\"user\",\"content\":\"x\"}]}\n{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := catalog.DefaultOptions()
+	opts.Errors = catalog.ErrorsReport
+	_, e := open(t, root, opts)
+	_, err := e.Query(context.Background(), "SELECT count(*) FROM runs")
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl") {
+		t.Fatalf("a parse error at scan time must fail the query, naming the file: %v", err)
+	}
+	// A query that prunes the bad source away still works.
+	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ <> 'a/bad.jsonl'")
+}
+
+func TestStrictAndReportPolicies(t *testing.T) {
+	root := fixture(t, 2)
+	store := filepath.Join(root, "broken-store")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "CURRENT"), []byte("gen-000009\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mount := []catalog.DatasetMount{{Alias: "d", URI: root}}
+	if _, err := catalog.Build(context.Background(), mount, catalog.DefaultOptions()); err == nil || !strings.Contains(err.Error(), "broken-store") {
+		t.Fatalf("strict build must fail naming the source: %v", err)
+	}
+	opts := catalog.DefaultOptions()
+	opts.Errors = catalog.ErrorsReport
+	snap, err := catalog.Build(context.Background(), mount, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	e := New(snap, parser, false)
+	res := mustQuery(t, e, "SELECT _file_, status, error IS NOT NULL FROM d.sources ORDER BY 1")
+	if len(res.Rows) != 3 || res.Rows[2][0] != "broken-store" || res.Rows[2][1] != "error" || res.Rows[2][2] != true {
+		t.Fatalf("sources: %v", res.Rows)
+	}
+	if n := mustQuery(t, e, "SELECT count(*) FROM d.runs").Rows[0][0]; n != int64(4) {
+		t.Fatalf("runs from ready sources = %v, want 4", n)
+	}
+}
+
+func TestChangedFileFailsTheQuery(t *testing.T) {
+	root := fixture(t, 2)
+	_, e := open(t, root, catalog.DefaultOptions())
+	path := filepath.Join(root, "a", "f000.jsonl")
+	if err := os.WriteFile(path, []byte(chatLine("changed", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(path, future, future)
+	_, err := e.Query(context.Background(), "SELECT * FROM runs")
+	var changed *catalog.ErrSourceChanged
+	if !errors.As(err, &changed) {
+		t.Fatalf("want ErrSourceChanged, got %v", err)
+	}
+}
+
+func TestUserSQLCannotEscapeTheSandbox(t *testing.T) {
+	root := fixture(t, 1)
+	_, e := open(t, root, catalog.DefaultOptions())
+	secret := filepath.Join(t.TempDir(), "secret.csv")
+	os.WriteFile(secret, []byte("a\n1\n"), 0o644)
+	for _, sql := range []string{
+		"SELECT * FROM read_text('/etc/passwd')",
+		fmt.Sprintf("SELECT * FROM read_csv('%s')", secret),
+		fmt.Sprintf("SELECT * FROM '%s'", secret),
+		"SELECT 1; COPY (SELECT 1) TO '/tmp/pchronicle-escape.csv'",
+		"COPY runs TO '/tmp/pchronicle-escape.csv'",
+		"ATTACH '/tmp/x.db' AS x",
+		"INSTALL httpfs",
+		"LOAD httpfs",
+		"SET enable_external_access=true",
+		"PRAGMA version",
+		"SELECT 1 /* ; */ ; ATTACH '/tmp/y.db'",
+		"SELECT getenv('HOME')",
+		"CREATE TABLE t AS SELECT 1",
+		"SELECT * FROM glob('/etc/*')",
+		"SELECT * FROM ｒｅａｄ_text('/etc/passwd')",
+	} {
+		if _, err := e.Query(context.Background(), sql); err == nil {
+			t.Errorf("accepted: %s", sql)
+		}
+	}
+	if _, err := os.Stat("/tmp/pchronicle-escape.csv"); err == nil {
+		t.Fatal("a COPY escaped the sandbox")
+	}
+}
+
+func TestCrossDatasetJoinAllowedSameDatasetJoinNeedsFile(t *testing.T) {
+	a, b := fixture(t, 2), fixture(t, 3)
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "a", URI: a}, {Alias: "b", URI: b}}, catalog.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	e := New(snap, parser, false)
+	res := mustQuery(t, e, "SELECT count(*) FROM a.runs x JOIN b.runs y ON x.session_id = y.session_id")
+	// Every file holds sessions line-1 and line-2: each of a's 4 runs meets b's 3 of the same id.
+	if res.Rows[0][0] != int64(4*3) {
+		t.Fatalf("cross-Dataset join rows = %v, want 12", res.Rows[0][0])
+	}
+	if _, err := e.Query(context.Background(), "SELECT count(*) FROM a.runs x JOIN a.steps y ON x.session_id = y.session_id"); err == nil {
+		t.Fatal("same-Dataset join without _file_ accepted")
+	}
+	mustQuery(t, e, "SELECT count(*) FROM a.runs x JOIN a.steps y ON x._file_ = y._file_ AND x.session_id = y.session_id")
+	if _, err := e.Query(context.Background(), "SELECT * FROM runs"); err == nil {
+		t.Fatal("unqualified name accepted with only mounts")
+	}
+}
+
+func TestMaxOutputRows(t *testing.T) {
+	opts := catalog.DefaultOptions()
+	opts.MaxOutputRows = 3
+	_, e := open(t, fixture(t, 4), opts)
+	if _, err := e.Query(context.Background(), "SELECT * FROM runs"); !errors.Is(err, ErrTooManyRows) {
+		t.Fatalf("want ErrTooManyRows, got %v", err)
+	}
+	mustQuery(t, e, "SELECT * FROM runs LIMIT 3")
+}

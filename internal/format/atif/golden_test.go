@@ -1,0 +1,122 @@
+package atif
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+
+// samplesDir finds shared/samples/atif beside the repository: walk up to
+// go.mod (the repo root), then look in <root>/../shared/samples.
+func samplesDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("repository root (go.mod) not found")
+		}
+		dir = parent
+	}
+	samples := filepath.Join(filepath.Dir(dir), "shared", "samples", "atif")
+	if _, err := os.Stat(samples); err != nil {
+		t.Skipf("samples not found: %v", err)
+	}
+	return samples
+}
+
+// sampleFiles lists the ATIF samples, relative to samplesDir.
+var sampleFiles = []string{
+	"fast-agent_harbor_multiagent_v1_7.json",
+	"harbor-golden/misc/openhands_hello-world.trajectory.json",
+	"harbor-golden/terminus_2_context-summarization/trajectory.json",
+	"harbor-golden/terminus_2_context-summarization/trajectory.summarization-1-summary.json",
+	"harbor-golden/terminus_2_linear-history/trajectory.cont-1.json",
+	"harbor-golden/terminus_2_linear-history/trajectory.json",
+	"nemo-agent-toolkit_exmp04_anthropic_v1_7.atif.json",
+	"openagents_orchestrator_streaming.atif.jsonl",
+	"openagents_tbench-regex-log_nonconformant-1.4.trajectory.json",
+}
+
+// goldenStoryline is the golden-file view of one Storyline.
+type goldenStoryline struct {
+	Run       model.Run        `json:"run"`
+	Steps     []model.Step     `json:"steps"`
+	ToolCalls []model.ToolCall `json:"tool_calls"`
+	Warnings  []model.Warning  `json:"warnings"`
+}
+
+// normalizeFile detects and normalizes one file as ingest would.
+func normalizeFile(t testing.TB, path, rel string) (string, []*model.Storyline) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New()
+	layout, ok := a.Detect(format.NewProbe(filepath.Base(path), data, false))
+	if !ok {
+		t.Fatalf("%s: not detected as ATIF", rel)
+	}
+	var out []*model.Storyline
+	src := format.Source{Path: path, File: rel}
+	err = a.Normalize(context.Background(), bytes.NewReader(data), src, layout, func(sl *model.Storyline) error {
+		out = append(out, sl)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return layout, out
+}
+
+func TestGolden(t *testing.T) {
+	dir := samplesDir(t)
+	for _, rel := range sampleFiles {
+		t.Run(rel, func(t *testing.T) {
+			_, sls := normalizeFile(t, filepath.Join(dir, rel), rel)
+			got := make([]goldenStoryline, len(sls))
+			for i, sl := range sls {
+				got[i] = goldenStoryline{sl.Run, sl.Steps, sl.ToolCalls, sl.Warnings}
+			}
+			data, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = append(data, '\n')
+			golden := filepath.Join("testdata", "golden", strings.ReplaceAll(rel, "/", "__")+".golden.json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(data, want) {
+				t.Errorf("%s differs from the normalized output; inspect and rerun with -update if intended", golden)
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+// Package ingest turns peripheral trajectory files into Storylines: it finds
+// supported files under a path, detects each file's format from a bounded
+// prefix, and streams it through the matching adapter. It is shared by
+// `inspect`, `import` and the Snapshot's lazy resolution of file sources.
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/actf"
+	"github.com/pchronicle/pchronicle/internal/format/atif"
+	"github.com/pchronicle/pchronicle/internal/format/canonical"
+	"github.com/pchronicle/pchronicle/internal/format/openai"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Options bound the work done per file.
+type Options struct {
+	// MaxDetectionBytes bounds the prefix read for detection
+	// (default format.DefaultMaxDetectionBytes).
+	MaxDetectionBytes int64
+	// MaxFileBytes rejects larger files before reading them (0 = no limit).
+	MaxFileBytes int64
+}
+
+func (o Options) detectionBytes() int64 {
+	if o.MaxDetectionBytes <= 0 {
+		return format.DefaultMaxDetectionBytes
+	}
+	return o.MaxDetectionBytes
+}
+
+// adapters in detection order: the most specific shapes first, so that a
+// generic "object with messages" test never claims a more specific format.
+var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), openai.New()}
+
+// Adapters returns the registered adapters in detection order.
+func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
+
+// Detection is the result of format detection for one file.
+type Detection struct {
+	Adapter format.Adapter
+	Format  string
+	Layout  string
+}
+
+// Detect picks the adapter for a probe, or explains why none applies.
+func Detect(p *format.Probe) (Detection, error) {
+	for _, a := range adapters {
+		if layout, ok := a.Detect(p); ok {
+			return Detection{Adapter: a, Format: a.Name(), Layout: layout}, nil
+		}
+	}
+	return Detection{}, &format.UnrecognizedError{Path: p.Name, Reason: explain(p)}
+}
+
+// explain says, in terms a user can act on, why no adapter took the probe.
+func explain(p *format.Probe) string {
+	if p.Note != "" {
+		return p.Note
+	}
+	what := "a JSON object"
+	switch p.Shape {
+	case format.ShapeArray:
+		what = "a JSON array"
+		if p.First == nil {
+			return "a JSON array whose first element is not an object"
+		}
+		what += " of objects"
+	case format.ShapeLines:
+		what = "JSON Lines whose first line is an object"
+	}
+	if p.First == nil {
+		return what + " with no readable keys"
+	}
+	keys := p.First.Keys
+	if len(keys) > 12 {
+		keys = append(keys[:12:12], "…")
+	}
+	hint := ""
+	if p.First.Truncated && p.Truncated {
+		hint = fmt.Sprintf(" (the first value does not end within the %d-byte detection limit)", len(p.Prefix))
+	}
+	return fmt.Sprintf("%s with keys [%s] matches no supported format%s; expected ATIF (schema_version + agent + steps), "+
+		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
+		"ACTF/ATOF events (kind scope/mark/ScopeStart...), or canonical events (v, event_id, kind, seq)",
+		what, strings.Join(keys, ", "), hint)
+}
+
+// DetectFile detects the format of the file at path.
+func DetectFile(path string, opts Options) (Detection, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Detection{}, err
+	}
+	defer f.Close()
+	p, err := format.ReadProbe(f, path, opts.detectionBytes())
+	if err != nil {
+		return Detection{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return Detect(p)
+}
+
+// NormalizeFile detects and normalizes one local file, calling emit per
+// Storyline. file is the value of the _file_ column.
+func NormalizeFile(ctx context.Context, path, file string, opts Options, emit format.Emit) (Detection, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Detection{}, err
+	}
+	defer f.Close()
+	if opts.MaxFileBytes > 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return Detection{}, err
+		}
+		if st.Size() > opts.MaxFileBytes {
+			return Detection{}, fmt.Errorf("%s: %d bytes exceeds max_file_bytes (%d)", path, st.Size(), opts.MaxFileBytes)
+		}
+	}
+	return Normalize(ctx, f, format.Source{Path: path, File: file}, opts, emit)
+}
+
+// Normalize detects the format of a seekable reader and normalizes it.
+func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Options, emit format.Emit) (Detection, error) {
+	p, err := format.ReadProbe(r, src.Path, opts.detectionBytes())
+	if err != nil {
+		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	det, err := Detect(p)
+	if err != nil {
+		return det, err
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return det, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, emit))
+}
+
+// uniqueSessions enforces the identity rule that session_id is unique per
+// Storyline within a source, whatever an adapter produced: a repeated id is
+// suffixed deterministically and the original kept.
+func uniqueSessions(src format.Source, emit format.Emit) format.Emit {
+	seen := map[string]int{}
+	return func(sl *model.Storyline) error {
+		id := sl.Run.SessionID
+		n := seen[id]
+		seen[id] = n + 1
+		if n > 0 {
+			newID := fmt.Sprintf("%s#%d", id, n+1)
+			for seen[newID] > 0 {
+				n++
+				newID = fmt.Sprintf("%s#%d", id, n+1)
+			}
+			seen[newID] = 1
+			if sl.Run.OriginalSessionID == nil {
+				sl.Run.OriginalSessionID = model.StrAlways(id)
+			}
+			sl.Warnings = append(sl.Warnings, model.Warning{File: src.Path,
+				Message: fmt.Sprintf("session_id %q repeats in this file; renamed to %q", id, newID)})
+			setSessionID(sl, newID)
+		}
+		return emit(sl)
+	}
+}
+
+func setSessionID(sl *model.Storyline, id string) {
+	sl.Run.SessionID = id
+	for i := range sl.Steps {
+		sl.Steps[i].SessionID = id
+	}
+	for i := range sl.ToolCalls {
+		sl.ToolCalls[i].SessionID = id
+	}
+}
+
+// IsCandidate reports whether a file name has a supported extension.
+func IsCandidate(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".ndjson")
+}
+
+// File is one file found under a root.
+type File struct {
+	Path string // path to open
+	Rel  string // slash-separated path relative to the root ("." for a file root)
+	Size int64
+}
+
+// Files lists the supported files under root in stable path order. A file
+// root yields itself; symbolic links are not followed.
+func Files(root string) ([]File, error) {
+	st, err := os.Lstat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		if st.Mode()&os.ModeSymlink != 0 {
+			if st, err = os.Stat(root); err != nil {
+				return nil, err
+			}
+		}
+		return []File{{Path: root, Rel: ".", Size: st.Size()}}, nil
+	}
+	var out []File
+	err = walk(root, "", &out)
+	return out, err
+}
+
+func walk(dir, rel string, out *[]File) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		name := e.Name()
+		childRel := name
+		if rel != "" {
+			childRel = rel + "/" + name
+		}
+		path := dir + string(os.PathSeparator) + name
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			continue
+		case e.IsDir():
+			if err := walk(path, childRel, out); err != nil {
+				return err
+			}
+		case e.Type().IsRegular() && IsCandidate(name):
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			*out = append(*out, File{Path: path, Rel: childRel, Size: info.Size()})
+		}
+	}
+	return nil
+}

@@ -94,7 +94,7 @@ func splitQueryArgs(args []string, sqlFlag string, mounted bool) (dataset, sqlTe
 	case len(rest) == 1:
 		sqlText = rest[0]
 	case len(rest) > 1:
-		return "", "", fmt.Errorf("too many arguments: with --mount, the only argument is the SQL")
+		return "", "", fmt.Errorf("a positional Dataset and --mount are mutually exclusive: with --mount, the only argument is the SQL")
 	}
 	if strings.TrimSpace(sqlText) == "" {
 		return "", "", fmt.Errorf("no SQL: give it as an argument or with --sql")

@@ -1,0 +1,240 @@
+package openai
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Result link kinds this adapter adds to model.LinkByID: formats without
+// call ids link results by position or by function name, and hosted
+// Responses tools carry their result inline in the call item.
+const (
+	linkByOrder = "order"  // no ids: the earliest unanswered call without an id
+	linkByName  = "name"   // legacy function role: the earliest unanswered call of that name
+	linkInline  = "inline" // the call item itself holds the result
+)
+
+// nameKeyPrefix keeps legacy function-name link keys apart from call ids.
+const nameKeyPrefix = "\x00fn:"
+
+// loc says where a Storyline's data sits in the file, so warnings can name
+// a line (JSONL) and/or a JSON pointer (documents, or inside a line).
+type loc struct {
+	line int64
+	ptr  string // pointer prefix of the element ("" for a whole line)
+}
+
+func (l loc) warning(msg string, parts ...any) model.Warning {
+	return model.Warning{Line: l.line, Pointer: l.ptr + format.Pointer(parts...), Message: msg}
+}
+
+// builder accumulates one Storyline: steps, tool calls, and the pending
+// calls that later result steps are linked to.
+type builder struct {
+	sl  *model.Storyline
+	loc loc
+	// pending maps a link key (call id, "" for id-less calls, or a function
+	// name key) to the indexes in sl.ToolCalls of calls still waiting for a
+	// result, oldest first. Ids are only unique per conversation and may
+	// repeat, so a result answers the earliest unanswered call.
+	pending map[string][]int
+}
+
+func newBuilder(layout string, l loc) *builder {
+	return &builder{
+		sl:  &model.Storyline{Run: model.Run{SourceFormat: format.OpenAI + "/" + layout}},
+		loc: l,
+	}
+}
+
+func (b *builder) warn(msg string, parts ...any) {
+	b.sl.Warnings = append(b.sl.Warnings, b.loc.warning(msg, parts...))
+}
+
+func (b *builder) warnAt(at loc, msg string, parts ...any) {
+	b.sl.Warnings = append(b.sl.Warnings, at.warning(msg, parts...))
+}
+
+// addStep appends st and returns its index.
+func (b *builder) addStep(st model.Step) int {
+	b.sl.Steps = append(b.sl.Steps, st)
+	return len(b.sl.Steps) - 1
+}
+
+// addCall records a tool call made by step stepID, waiting for a result
+// under key unless it already carries one.
+func (b *builder) addCall(tc model.ToolCall, key string) {
+	b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
+	if tc.ResultStatus != "" {
+		return
+	}
+	if b.pending == nil {
+		b.pending = map[string][]int{}
+	}
+	b.pending[key] = append(b.pending[key], len(b.sl.ToolCalls)-1)
+}
+
+// resolve links a result carried by step stepID to the earliest unanswered
+// call under key. It reports false when no call is waiting.
+func (b *builder) resolve(key, link string, result *string, status, stepID string) bool {
+	q := b.pending[key]
+	if len(q) == 0 {
+		return false
+	}
+	tc := &b.sl.ToolCalls[q[0]]
+	if len(q) == 1 {
+		delete(b.pending, key)
+	} else {
+		b.pending[key] = q[1:]
+	}
+	tc.Result, tc.ResultStatus, tc.ResultLink = result, status, link
+	if tc.StepID != stepID {
+		tc.ResultStepID = model.Str(stepID)
+	}
+	return true
+}
+
+// finish fills what is derived from the whole Storyline, then Finalize.
+func (b *builder) finish(file string) *model.Storyline {
+	sl := b.sl
+	missing := 0
+	for i := range sl.ToolCalls {
+		if sl.ToolCalls[i].ResultStatus == "" {
+			missing++
+		}
+	}
+	if missing > 0 {
+		b.warn(fmt.Sprintf("%d tool call(s) have no result", missing))
+	}
+	if sl.Run.StartedAt == nil || sl.Run.EndedAt == nil {
+		first, last := stepTimeRange(sl.Steps)
+		if sl.Run.StartedAt == nil {
+			sl.Run.StartedAt = first
+		}
+		if sl.Run.EndedAt == nil {
+			sl.Run.EndedAt = last
+		}
+	}
+	sl.Finalize(file)
+	return sl
+}
+
+func stepTimeRange(steps []model.Step) (first, last *time.Time) {
+	for i := range steps {
+		t := steps[i].Timestamp
+		if t == nil {
+			continue
+		}
+		if first == nil || t.Before(*first) {
+			first = t
+		}
+		if last == nil || t.After(*last) {
+			last = t
+		}
+	}
+	return first, last
+}
+
+// fingerprints returns one hash per step over what a repeated message keeps
+// identical (source, text, reasoning, calls), so that history repeated by
+// the next request or episode can be recognized.
+func fingerprints(sl *model.Storyline) []uint64 {
+	out := make([]uint64, len(sl.Steps))
+	calls := 0
+	for i := range sl.Steps {
+		st := &sl.Steps[i]
+		h := fnv.New64a()
+		h.Write([]byte(st.Source))
+		h.Write([]byte{0})
+		h.Write([]byte(model.Deref(st.MessageValue)))
+		h.Write([]byte{0})
+		h.Write([]byte(model.Deref(st.Reasoning)))
+		for calls < len(sl.ToolCalls) && sl.ToolCalls[calls].StepID == st.StepID {
+			tc := &sl.ToolCalls[calls]
+			h.Write([]byte{1})
+			h.Write([]byte(tc.ToolCallID + "\x00" + tc.FunctionName + "\x00" + model.Deref(tc.Arguments)))
+			calls++
+		}
+		out[i] = h.Sum64()
+	}
+	return out
+}
+
+// historyTracker marks the steps a conversation repeats from the previous
+// one of the same group as copied context, so counts and token totals are
+// not inflated by re-sent history.
+type historyTracker struct {
+	// strict requires the whole previous conversation to be a prefix (a
+	// request log: unrelated requests only share a system prompt), otherwise
+	// the longest common prefix counts (episodes known to continue a run).
+	strict bool
+	group  string
+	prev   []uint64
+}
+
+func (h *historyTracker) mark(group string, sl *model.Storyline) {
+	prints := fingerprints(sl)
+	n := 0
+	if group == h.group && h.prev != nil {
+		for n < len(prints) && n < len(h.prev) && prints[n] == h.prev[n] {
+			n++
+		}
+		if h.strict && n < len(h.prev) {
+			n = 0
+		}
+	}
+	for i := 0; i < n; i++ {
+		sl.Steps[i].IsCopiedContext = true
+	}
+	h.group, h.prev = group, prints
+}
+
+// idSet makes session ids taken from the data unique within one file.
+type idSet map[string]int
+
+// unique returns id, or id#n when id was already used, with the original
+// kept for original_session_id.
+func (s idSet) unique(id string) (unique string, original *string) {
+	n := s[id]
+	s[id] = n + 1
+	if n == 0 {
+		return id, nil
+	}
+	for {
+		n++
+		cand := id + "#" + strconv.Itoa(n)
+		if s[cand] == 0 {
+			s[cand] = 1
+			return cand, model.Str(id)
+		}
+	}
+}
+
+// setIdentity sets run and session ids: the data's id when it has one
+// (made unique), otherwise the derived one.
+func (b *builder) setIdentity(ids idSet, dataID, derived string) {
+	if dataID == "" {
+		b.sl.Run.RunID, b.sl.Run.SessionID = derived, derived
+		return
+	}
+	sid, orig := ids.unique(dataID)
+	b.sl.Run.RunID, b.sl.Run.SessionID, b.sl.Run.OriginalSessionID = dataID, sid, orig
+}
+
+// firstString returns the first non-empty string value among keys.
+func firstString(obj map[string]jsonx.RawMessage, keys ...string) (key, value string) {
+	for _, k := range keys {
+		if v := format.String(obj[k]); v != "" {
+			return k, v
+		}
+	}
+	return "", ""
+}
+
+func lineID(n int64) string { return "line-" + strconv.FormatInt(n, 10) }

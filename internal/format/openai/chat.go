@@ -1,0 +1,361 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Message kinds this adapter adds to format.KindText/KindMultimodal.
+const (
+	kindToolCallsOnly = "tool_calls_only"
+	kindRefusal       = "refusal"
+	kindReasoning     = "reasoning"
+)
+
+// roleSource maps a chat role to a step source. canonical is false for roles
+// the source column does not name directly (developer, exit, ...), whose
+// original role is then kept in the step extra.
+func roleSource(role string) (source string, canonical, known bool) {
+	switch role {
+	case "system":
+		return model.SourceSystem, true, true
+	case "user":
+		return model.SourceUser, true, true
+	case "assistant":
+		return model.SourceAgent, true, true
+	case "tool":
+		return model.SourceTool, true, true
+	case "developer", "exit":
+		return model.SourceSystem, false, true
+	case "human":
+		return model.SourceUser, false, true
+	case "gpt", "model":
+		return model.SourceAgent, false, true
+	case "function", "ipython", "observation":
+		return model.SourceTool, false, true
+	}
+	return model.SourceSystem, false, false
+}
+
+// chatKnown are the message keys mapped to columns; every other key lands in
+// the step extra.
+var chatKnown = []string{
+	"content", "tool_calls", "function_call", "usage",
+	"timestamp", "created", "model", "extra",
+}
+
+// chatMessage maps one Chat Completions message (found at `at` in the
+// file) to step stepID, its tool calls, and a link to the call it answers.
+func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessage) {
+	role := str(m["role"])
+	source, canonical, knownRole := roleSource(role)
+	if !knownRole {
+		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
+	}
+	st := model.Step{StepID: stepID, Source: source}
+
+	text, kind, hasContent := content(m["content"])
+
+	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
+	var reasoning []string
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		if r, ok := stringValue(m[k]); ok {
+			known = append(known, k)
+			if r != "" {
+				reasoning = append(reasoning, r)
+			}
+		}
+	}
+	if source == model.SourceAgent && kind == format.KindText {
+		var spans []string
+		text, spans = splitThinking(text)
+		reasoning = append(reasoning, spans...)
+	}
+	if len(reasoning) > 0 {
+		st.Reasoning = model.Str(strings.Join(reasoning, "\n"))
+	}
+	if canonical {
+		known = append(known, "role")
+	}
+	refusal, _ := stringValue(m["refusal"])
+	switch {
+	case refusal != "" && (!hasContent || text == ""):
+		kind, text, hasContent = kindRefusal, refusal, true
+		known = append(known, "refusal")
+	case hasContent && kind == format.KindMultimodal && isRefusalParts(m["content"]):
+		kind = kindRefusal
+	}
+	if hasContent {
+		st.MessageValue = model.StrAlways(text)
+	}
+	st.MessageKind = kind
+
+	b.messageMetrics(&st, m)
+	st.Extra = messageExtra(m, known)
+
+	calls := b.chatToolCalls(stepID, at, m)
+	if calls > 0 && (!hasContent || text == "") {
+		st.MessageKind, st.MessageValue = kindToolCallsOnly, nil
+	}
+	b.addStep(st)
+	if source == model.SourceTool {
+		b.chatResult(stepID, at, role, m, st.MessageValue)
+	}
+}
+
+// content flattens a content value; structured values are compacted first
+// so pretty-printed files give the same text as compact ones.
+func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		return str(raw), format.KindText, true
+	}
+	if len(raw) > 0 && (raw[0] == '[' || raw[0] == '{') {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			raw = buf.Bytes()
+		}
+	}
+	return format.Content(raw)
+}
+
+func stringValue(raw jsonx.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	return str(raw), true
+}
+
+// isRefusalParts reports whether assistant content parts are all refusals.
+func isRefusalParts(raw jsonx.RawMessage) bool {
+	var parts []map[string]jsonx.RawMessage
+	if jsonx.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if format.String(p["type"]) != "refusal" {
+			return false
+		}
+	}
+	return true
+}
+
+// splitThinking moves <think>…</think> and <thinking>…</thinking> spans
+// out of text. A closing tag without an opening one (chat templates that
+// put the opening tag in the prompt) makes everything before it reasoning.
+func splitThinking(text string) (string, []string) {
+	if !strings.Contains(text, "</think") {
+		return text, nil
+	}
+	var spans []string
+	var out strings.Builder
+	rest := text
+	for {
+		open, tag := nextThinkOpen(rest)
+		closeAt, closeTag := nextThinkClose(rest)
+		if closeAt < 0 {
+			out.WriteString(rest)
+			break
+		}
+		if open < 0 || open > closeAt {
+			// Unopened span: it starts at the beginning of the message.
+			if out.Len() == 0 && len(spans) == 0 {
+				spans = append(spans, strings.TrimSpace(rest[:closeAt]))
+			} else {
+				out.WriteString(rest[:closeAt])
+			}
+			rest = rest[closeAt+len(closeTag):]
+			continue
+		}
+		out.WriteString(rest[:open])
+		body := rest[open+len(tag):]
+		end := strings.Index(body, "</"+tag[1:])
+		if end < 0 {
+			out.WriteString(rest[open:])
+			break
+		}
+		spans = append(spans, strings.TrimSpace(body[:end]))
+		rest = body[end+len(tag)+1:]
+	}
+	return strings.TrimSpace(out.String()), spans
+}
+
+func nextThinkOpen(s string) (int, string) {
+	a, b := strings.Index(s, "<think>"), strings.Index(s, "<thinking>")
+	switch {
+	case a < 0 && b < 0:
+		return -1, ""
+	case b < 0 || (a >= 0 && a < b):
+		return a, "<think>"
+	}
+	return b, "<thinking>"
+}
+
+func nextThinkClose(s string) (int, string) {
+	a, b := strings.Index(s, "</think>"), strings.Index(s, "</thinking>")
+	switch {
+	case a < 0 && b < 0:
+		return -1, ""
+	case b < 0 || (a >= 0 && a < b):
+		return a, "</think>"
+	}
+	return b, "</thinking>"
+}
+
+// messageMetrics sets timestamp, model, tokens and cost from the message,
+// its usage, and mini-swe-agent's extra{response{usage,model}, cost,
+// timestamp}.
+func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) {
+	var ext, resp map[string]jsonx.RawMessage
+	if raw, ok := m["extra"]; ok {
+		_ = jsonx.Unmarshal(raw, &ext)
+		_ = jsonx.Unmarshal(ext["response"], &resp)
+	}
+	for _, raw := range []jsonx.RawMessage{m["timestamp"], m["created"], ext["timestamp"], resp["created"]} {
+		if t, ok := format.Time(raw); ok {
+			st.Timestamp = model.Time(t)
+			break
+		}
+	}
+	if v, ok := stringValue(m["model"]); ok {
+		st.ModelName = model.Str(v)
+	} else if v, ok := stringValue(resp["model"]); ok {
+		st.ModelName = model.Str(v)
+	}
+	usageRaw := m["usage"]
+	if format.IsNull(usageRaw) {
+		usageRaw = resp["usage"]
+	}
+	applyUsage(st, parseUsage(usageRaw))
+	if c, ok := format.Float(ext["cost"]); ok {
+		st.CostUSD = model.Float(c)
+	}
+}
+
+// messageExtra keeps the unmapped keys; mini-swe-agent's extra object is
+// kept without what is already mapped (cost, timestamp, response usage,
+// model, created) or repeats the message (response choices).
+func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
+	extra := format.Extra(m, known...)
+	raw, ok := m["extra"]
+	if !ok {
+		return extra
+	}
+	var ext map[string]jsonx.RawMessage
+	if jsonx.Unmarshal(raw, &ext) != nil {
+		return format.MergeExtra(extra, "extra", raw)
+	}
+	var resp map[string]jsonx.RawMessage
+	if jsonx.Unmarshal(ext["response"], &resp) == nil && resp != nil {
+		if r := format.Extra(resp, "choices", "usage", "model", "created"); r != nil {
+			ext["response"] = jsonx.RawMessage(*r)
+		} else {
+			delete(ext, "response")
+		}
+	}
+	if e := format.Extra(ext, "cost", "timestamp"); e != nil {
+		return format.MergeExtra(extra, "extra", jsonx.RawMessage(*e))
+	}
+	return extra
+}
+
+// chatToolCalls records the message's tool_calls (and legacy
+// function_call) and returns how many there were.
+func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMessage) int {
+	n := 0
+	if raw := m["tool_calls"]; !format.IsNull(raw) {
+		var calls []map[string]jsonx.RawMessage
+		if err := jsonx.Unmarshal(raw, &calls); err != nil {
+			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
+		}
+		for i, c := range calls {
+			b.chatToolCall(stepID, c, at, i)
+			n++
+		}
+	}
+	if raw := m["function_call"]; !format.IsNull(raw) {
+		var fn map[string]jsonx.RawMessage
+		if err := jsonx.Unmarshal(raw, &fn); err != nil {
+			b.warnAt(at, "function_call is not an object; ignored", "function_call")
+			return n
+		}
+		name := format.String(fn["name"])
+		tc := model.ToolCall{StepID: stepID, FunctionName: name, Extra: format.Extra(fn, "name", "arguments")}
+		tc.Arguments, tc.ArgumentsValid = b.arguments(fn["arguments"], at, "function_call", "arguments")
+		b.addCall(tc, nameKeyPrefix+name)
+		n++
+	}
+	return n
+}
+
+func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
+	id := str(c["id"])
+	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
+	known := []string{"id", "function"}
+	var fn map[string]jsonx.RawMessage
+	argKey := "arguments"
+	switch typ := format.String(c["type"]); typ {
+	case "custom":
+		_ = jsonx.Unmarshal(c["custom"], &fn)
+		argKey = "input"
+		known = append(known, "custom")
+	default:
+		if typ == "" || typ == "function" {
+			known = append(known, "type")
+		}
+		_ = jsonx.Unmarshal(c["function"], &fn)
+	}
+	if fn == nil {
+		b.warnAt(at, "tool call has no function object", "tool_calls", i)
+	}
+	tc.FunctionName = format.String(fn["name"])
+	tc.Arguments, tc.ArgumentsValid = b.arguments(fn[argKey], at, "tool_calls", i, "function", argKey)
+	tc.Extra = format.Extra(c, known...)
+	b.addCall(tc, id)
+}
+
+// arguments keeps the raw arguments text. A string that decodes to another
+// JSON string was encoded twice: it stays raw (it is valid JSON), with a
+// warning.
+func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string, bool) {
+	text, valid := format.ArgumentsText(raw)
+	if valid && text != nil {
+		if t := strings.TrimSpace(*text); len(t) > 0 && t[0] == '"' {
+			b.warnAt(at, "arguments are double-encoded JSON (a JSON string holding JSON); kept raw", parts...)
+		}
+	}
+	return text, valid
+}
+
+// chatResult links a tool/function message to the call it answers.
+func (b *builder) chatResult(stepID string, at loc, role string, m map[string]jsonx.RawMessage, result *string) {
+	key, link := str(m["tool_call_id"]), model.LinkByID
+	if key == "" {
+		if ids := m["tool_call_ids"]; !format.IsNull(ids) { // SWE-agent
+			var list []string
+			if jsonx.Unmarshal(ids, &list) == nil && len(list) > 0 {
+				key = list[0]
+			}
+		}
+	}
+	switch {
+	case key != "":
+	case role == "function":
+		key, link = nameKeyPrefix+format.String(m["name"]), linkByName
+	default:
+		link = linkByOrder
+	}
+	if result == nil {
+		result = model.StrAlways("")
+	}
+	if !b.resolve(key, link, result, model.ResultOK, stepID) {
+		b.warnAt(at, "tool result matches no unanswered call")
+	}
+}

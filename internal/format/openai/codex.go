@@ -1,0 +1,255 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// rollout accumulates one Codex CLI rollout file.
+type rollout struct {
+	b *builder
+	// model is the current turn's model (turn_context.model).
+	model *string
+	// pendingAgent is the latest agent step that has not yet received a
+	// token_count's per-call usage, or -1.
+	pendingAgent int
+	// lastTotal is the raw total_token_usage of the last token_count that
+	// was applied; Codex repeats token_count events without a new call.
+	lastTotal            jsonx.RawMessage
+	started, done, abort int64 // line of the last task_started / task_complete / turn_aborted
+	firstTS, lastTS      *time.Time
+	events               map[string]int
+	sawMeta, sawTurnCtx  bool
+	metaExtra, turnExtra *string
+}
+
+// rolloutLine is the {timestamp, type, payload} envelope of every line.
+type rolloutLine struct {
+	Timestamp jsonx.RawMessage `json:"timestamp"`
+	Type      string           `json:"type"`
+	Payload   jsonx.RawMessage `json:"payload"`
+}
+
+// normalizeCodex reads a Codex CLI rollout: JSONL envelopes, or the older
+// single JSON document {session, items}. Both are one Storyline.
+func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	if _, err := firstByte(br); err != nil {
+		return format.Errorf(src, 0, "", "read: %w", err)
+	}
+	first, err := br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return format.Errorf(src, 1, "", "read: %w", err)
+	}
+	var env rolloutLine
+	if jsonx.Unmarshal(first, &env) != nil || env.Type == "" {
+		// Not a rollout line: the legacy document, possibly pretty-printed.
+		top, err := readDocument(io.MultiReader(bytes.NewReader(first), br), src)
+		if err != nil {
+			return err
+		}
+		return emit(normalizeLegacyCodex(top, src))
+	}
+	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{}}
+	ro.line(1, env)
+	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
+		n++ // the first line was read above
+		var env rolloutLine
+		if err := jsonx.Unmarshal(line, &env); err != nil {
+			ro.b.warnAt(loc{line: n}, "unreadable line skipped: "+err.Error())
+			return nil
+		}
+		ro.line(n, env)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return emit(ro.finish(src))
+}
+
+func (ro *rollout) line(n int64, env rolloutLine) {
+	at := loc{line: n}
+	var ts *time.Time
+	if t, ok := format.Time(env.Timestamp); ok {
+		ts = model.Time(t)
+		if ro.firstTS == nil {
+			ro.firstTS = ts
+		}
+		ro.lastTS = ts
+	}
+	var p map[string]jsonx.RawMessage
+	if jsonx.Unmarshal(env.Payload, &p) != nil || p == nil {
+		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
+		return
+	}
+	switch env.Type {
+	case "session_meta":
+		ro.sessionMeta(at, p)
+	case "turn_context":
+		ro.turnContext(p)
+	case "response_item":
+		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: at.sub("payload"), ts: ts, model: ro.model}) {
+			ro.pendingAgent = len(ro.b.sl.Steps) - 1
+		}
+	case "event_msg":
+		ro.event(n, at, p)
+	case "compacted":
+		ro.b.addStep(model.Step{
+			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
+			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,
+			Extra: format.Extra(p, "message"),
+		})
+	default:
+		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")
+	}
+}
+
+func (ro *rollout) sessionMeta(at loc, p map[string]jsonx.RawMessage) {
+	if ro.sawMeta {
+		ro.b.warnAt(at, "another session_meta; only the first one is mapped")
+		return
+	}
+	ro.sawMeta = true
+	run := &ro.b.sl.Run
+	if id := format.String(p["id"]); id != "" {
+		run.RunID, run.SessionID = id, id
+	}
+	run.AgentName = model.Str(format.String(p["originator"]))
+	run.AgentVersion = model.Str(format.String(p["cli_version"]))
+	if t, ok := format.Time(p["timestamp"]); ok {
+		run.StartedAt = model.Time(t)
+	}
+	ro.metaExtra = format.Extra(p, "id", "originator", "cli_version", "timestamp")
+}
+
+// turnContext sets the model for the following agent steps. Only the first
+// turn context's other settings are kept (in the run extra): later ones
+// mostly repeat them.
+func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
+	m := model.Str(format.String(p["model"]))
+	if m != nil {
+		ro.model = m
+		if ro.b.sl.Run.AgentModelName == nil {
+			ro.b.sl.Run.AgentModelName = m
+		}
+	}
+	if !ro.sawTurnCtx {
+		ro.sawTurnCtx = true
+		ro.turnExtra = format.Extra(p, "model")
+	}
+}
+
+// event handles event_msg lines. user_message, agent_message and
+// agent_reasoning repeat response items and are only counted.
+func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
+	typ := format.String(p["type"])
+	ro.events[typ]++
+	switch typ {
+	case "task_started":
+		ro.started = n
+	case "task_complete":
+		ro.done = n
+	case "turn_aborted":
+		ro.abort = n
+	case "token_count":
+		ro.tokenCount(at, p)
+	}
+}
+
+// tokenCount attributes a model call's usage (last_token_usage) to the
+// nearest preceding agent step that has none yet. A token_count whose
+// cumulative total did not move repeats the previous one and is skipped.
+func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
+	var info map[string]jsonx.RawMessage
+	if jsonx.Unmarshal(p["info"], &info) != nil || info == nil {
+		return
+	}
+	total := info["total_token_usage"]
+	if ro.lastTotal != nil && bytes.Equal(total, ro.lastTotal) {
+		return
+	}
+	if !format.IsNull(total) {
+		ro.lastTotal = total
+	}
+	u := parseUsage(info["last_token_usage"])
+	if u.empty() {
+		return
+	}
+	if ro.pendingAgent < 0 {
+		ro.b.warnAt(at, "token_count follows no agent step without usage; per-call usage not attributed", "payload", "info", "last_token_usage")
+		return
+	}
+	applyUsage(&ro.b.sl.Steps[ro.pendingAgent], u)
+	ro.pendingAgent = -1
+}
+
+func (ro *rollout) finish(src format.Source) *model.Storyline {
+	run := &ro.b.sl.Run
+	if run.SessionID == "" {
+		id := fileID(src)
+		run.RunID, run.SessionID = id, id
+	}
+	if run.StartedAt == nil {
+		run.StartedAt = ro.firstTS
+	}
+	run.EndedAt = ro.lastTS
+	total := parseUsage(ro.lastTotal)
+	run.ReportedPromptTokens, run.ReportedCompletionTokens, run.ReportedCachedTokens = total.prompt, total.completion, total.cached
+	switch {
+	case ro.done > ro.started && ro.done > ro.abort:
+		run.Status = model.StatusCompleted
+	case ro.abort > ro.started:
+		run.Status = model.StatusCancelled
+	default:
+		run.Status = model.StatusTruncated
+	}
+	var extra *string
+	if ro.metaExtra != nil {
+		extra = format.MergeExtra(extra, "session_meta", jsonx.RawMessage(*ro.metaExtra))
+	}
+	if ro.turnExtra != nil {
+		extra = format.MergeExtra(extra, "turn_context", jsonx.RawMessage(*ro.turnExtra))
+	}
+	if len(ro.events) > 0 {
+		counts, _ := jsonx.Marshal(ro.events)
+		extra = format.MergeExtra(extra, "event_counts", counts)
+	}
+	run.Extra = extra
+	return ro.b.finish(src.File)
+}
+
+// normalizeLegacyCodex maps the older TypeScript Codex rollout
+// {session{timestamp, id, instructions}, items[]}; step ids are item indexes.
+func normalizeLegacyCodex(top map[string]jsonx.RawMessage, src format.Source) *model.Storyline {
+	b := newBuilder(layoutCodex, loc{})
+	var session map[string]jsonx.RawMessage
+	_ = jsonx.Unmarshal(top["session"], &session)
+	id := format.String(session["id"])
+	if id == "" {
+		id = fileID(src)
+	}
+	run := &b.sl.Run
+	run.RunID, run.SessionID = id, id
+	if t, ok := format.Time(session["timestamp"]); ok {
+		run.StartedAt = model.Time(t)
+	}
+	items, err := decodeMessages(top["items"])
+	if err != nil {
+		b.warn("items is not an array; ignored", "items")
+	}
+	b.items(items, loc{ptr: "/items"}, nil)
+	run.Extra = format.Extra(top, "session", "items")
+	if e := format.Extra(session, "id", "timestamp"); e != nil {
+		run.Extra = format.MergeExtra(run.Extra, "session", jsonx.RawMessage(*e))
+	}
+	return b.finish(src.File)
+}

@@ -1,0 +1,157 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// fuzzSeeds are the samples plus the hand-made inputs and small edge cases.
+func fuzzSeeds(f *testing.F) [][]byte {
+	seeds := [][]byte{
+		[]byte(droneJSONL), []byte(chatArray), []byte(miniSWE), []byte(openAIChatExport), []byte(sweAgentTraj),
+		[]byte(shareGPT), []byte(messageLines), []byte(batchInput), []byte(batchOutput), []byte(proxyLog),
+		[]byte(responseObject), []byte(itemArray), []byte(legacyCodex), []byte(codexTruncated),
+		[]byte(`{"messages":null}`), []byte(`{"messages":[null,1,"x",{}]}` + "\n"), []byte(`[{"messages":{}}]`),
+		[]byte(`{"messages":[{"role":"tool","tool_call_id":"x"},{"role":"assistant","tool_calls":"x"}]}` + "\n"),
+		[]byte(`{"messages":[{"role":"assistant","content":"a</think>b<thinking>c"}]}` + "\n"),
+		[]byte(`{"conversations":[{"from":"function_call","value":"{"}]}` + "\n"),
+		[]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":1}}}}` + "\n"),
+		[]byte(`{"type":"response_item","payload":null}` + "\n"),
+		[]byte(`{"object":"response","output":[{"type":"x"},{}]}`), []byte(`{"role":"user","content":[{"type":"refusal"}]}`),
+	}
+	dir := filepath.Join(samplesDir(f), "openai")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+			seeds = append(seeds, data)
+		}
+	}
+	return seeds
+}
+
+// FuzzNormalize checks that any input, under every layout, either
+// normalizes into consistent Storylines or fails with a ParseError, and
+// never panics.
+func FuzzNormalize(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	layouts := []string{layoutChatJSONL, layoutChatArray, layoutShareGPT, layoutHarbor, layoutWrapped,
+		layoutMessages, layoutRequestLog, layoutResponses, layoutCodex}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, layout := range layouts {
+			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
+				func(sl *model.Storyline) error { return checkStoryline(sl) })
+			var pe *format.ParseError
+			if err != nil && !errors.As(err, &pe) {
+				t.Fatalf("%s: error is not a ParseError: %v", layout, err)
+			}
+		}
+	})
+}
+
+// checkStoryline asserts the invariants every emitted Storyline keeps.
+func checkStoryline(sl *model.Storyline) error {
+	steps := map[string]bool{}
+	for _, st := range sl.Steps {
+		if steps[st.StepID] {
+			return errors.New("duplicate step_id " + st.StepID)
+		}
+		steps[st.StepID] = true
+		if st.Source == "" || st.MessageKind == "" {
+			return errors.New("step without source or kind")
+		}
+	}
+	for _, tc := range sl.ToolCalls {
+		if !steps[tc.StepID] || (tc.ResultStepID != nil && !steps[*tc.ResultStepID]) {
+			return errors.New("tool call refers to a missing step")
+		}
+	}
+	if sl.Run.SessionID == "" || sl.Run.RunID == "" || sl.Run.Status == "" {
+		return errors.New("run without identity or status")
+	}
+	return nil
+}
+
+// FuzzDetect checks that detection never panics and that what it accepts
+// can be normalized without a non-ParseError failure.
+func FuzzDetect(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add("x.jsonl", s)
+		f.Add("x.json", s)
+	}
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		p := format.NewProbe(name, data, false)
+		layout, ok := New().Detect(p)
+		if !ok {
+			return
+		}
+		err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
+			func(sl *model.Storyline) error { return checkStoryline(sl) })
+		var pe *format.ParseError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("%s: %v", layout, err)
+		}
+	})
+}
+
+// FuzzSplit checks the structural splitter against the codec: on valid
+// JSON, splitObject and splitArray must see exactly the members and
+// elements that a full decode sees.
+func FuzzSplit(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Add([]byte(`{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`))
+	f.Add([]byte(` [ "\\\"", {} , [ ] ,-1e5,true ] `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonx.Valid(data) {
+			return
+		}
+		var wantObj map[string]jsonx.RawMessage
+		if json.Unmarshal(data, &wantObj) == nil && wantObj != nil {
+			got := splitObject(data)
+			if len(got) != len(wantObj) {
+				t.Fatalf("split %d members, codec %d", len(got), len(wantObj))
+			}
+			for k, v := range wantObj {
+				if !bytes.Equal(compactJSON(t, got[k]), compactJSON(t, v)) {
+					t.Fatalf("member %q: split %s, codec %s", k, got[k], v)
+				}
+			}
+		}
+		var wantArr []jsonx.RawMessage
+		if json.Unmarshal(data, &wantArr) == nil && wantArr != nil {
+			got, ok := splitArray(data)
+			if !ok || len(got) != len(wantArr) {
+				t.Fatalf("split %d elements, codec %d", len(got), len(wantArr))
+			}
+			for i := range got {
+				if !bytes.Equal(compactJSON(t, got[i]), compactJSON(t, wantArr[i])) {
+					t.Fatalf("element %d: split %s, codec %s", i, got[i], wantArr[i])
+				}
+			}
+		}
+		var s string
+		if json.Unmarshal(data, &s) == nil && str(bytes.TrimSpace(data)) != s {
+			t.Fatalf("str(%s) = %q, codec %q", data, str(data), s)
+		}
+	})
+}
+
+func compactJSON(t *testing.T, raw []byte) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("not JSON: %q", raw)
+	}
+	return b.Bytes()
+}

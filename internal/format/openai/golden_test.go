@@ -1,0 +1,76 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var goldenSamples = []string{
+	"openai-cookbook_toy_chat_fine_tuning.jsonl",
+	"harbor-golden_terminus2_context-summarization.traces.json",
+	"codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl",
+	"codex-fixture_rollout_copy_paste_local_image.response_item.json",
+}
+
+// goldenStoryline is the golden-file form of one Storyline.
+type goldenStoryline struct {
+	Run       model.Run        `json:"run"`
+	Steps     []model.Step     `json:"steps"`
+	ToolCalls []model.ToolCall `json:"tool_calls"`
+	Warnings  []model.Warning  `json:"warnings"`
+}
+
+func TestGolden(t *testing.T) {
+	for _, name := range goldenSamples {
+		t.Run(name, func(t *testing.T) {
+			layout, sls := mustNormalize(t, name, sample(t, name))
+			out := struct {
+				Layout     string            `json:"layout"`
+				Storylines []goldenStoryline `json:"storylines"`
+			}{Layout: layout}
+			for _, sl := range sls {
+				out.Storylines = append(out.Storylines, goldenStoryline{sl.Run, sl.Steps, sl.ToolCalls, sl.Warnings})
+			}
+			got, err := jsonx.Marshal(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pretty bytes.Buffer
+			if err := indent(&pretty, got); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, filepath.Ext(name))+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if !bytes.Equal(want, pretty.Bytes()) {
+				t.Errorf("%s differs from the golden file; run go test -run Golden -update and review the diff", name)
+			}
+		})
+	}
+}
+
+func indent(dst *bytes.Buffer, src []byte) error {
+	if err := json.Indent(dst, src, "", " "); err != nil {
+		return err
+	}
+	dst.WriteByte('\n')
+	return nil
+}

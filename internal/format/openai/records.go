@@ -1,0 +1,193 @@
+package openai
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// This file reads the layouts with one conversation per record (a JSONL
+// line or an array element): chat-jsonl, chat-array, sharegpt and
+// harbor-traces.
+
+// sessionKeys are the record keys taken as a conversation's own id.
+var sessionKeys = []string{"session_id", "conversation_id", "id", "task_id", "instance_id"}
+
+// sub returns the location of member key inside the record.
+func (l loc) sub(key string) loc { return loc{line: l.line, ptr: l.ptr + format.Pointer(key)} }
+
+// elem returns the location of element i of the array at l.
+func (l loc) elem(i int) loc { return loc{line: l.line, ptr: l.ptr + "/" + strconv.Itoa(i)} }
+
+// derivedID names a record that carries no id of its own: by its line, or
+// by its array index.
+func (l loc) derivedID() string {
+	if l.line > 0 {
+		return lineID(l.line)
+	}
+	return "item-" + strings.TrimPrefix(l.ptr, "/")
+}
+
+// normalizeChat reads chat-jsonl and chat-array: {messages, tools?, ...}.
+func normalizeChat(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
+	ids := idSet{}
+	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
+		top, err := decodeObject(raw)
+		if err != nil {
+			return elementError(src, l, err)
+		}
+		b := newBuilder(layout, l)
+		idKey, id := firstString(top, sessionKeys...)
+		b.setIdentity(ids, id, l.derivedID())
+		if m, ok := stringValue(top["model"]); ok {
+			b.sl.Run.AgentModelName = model.Str(m)
+		}
+		b.chatMessages(top["messages"], 0, l.sub("messages"))
+		b.sl.Run.Extra = format.Extra(top, "messages", idKey, "model")
+		return emit(b.finish(src.File))
+	})
+}
+
+// chatMessages maps the message list at `at`, whose first element has
+// index first in the conversation, and returns the index after the last.
+func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
+	if format.IsNull(raw) {
+		b.warnAt(at, "no messages")
+		return first
+	}
+	msgs, err := decodeMessages(raw)
+	if err != nil {
+		b.warnAt(at, "messages is not an array; ignored")
+		return first
+	}
+	b.sl.Steps = slices.Grow(b.sl.Steps, len(msgs))
+	for i, m := range msgs {
+		if m == nil {
+			b.warnAt(at, "message is not an object; skipped", i)
+			continue
+		}
+		b.chatMessage(strconv.Itoa(first+i), at.elem(i), m)
+	}
+	return first + len(msgs)
+}
+
+// normalizeHarbor reads harbor trace exports: one row per episode, each
+// repeating the run's history up to that episode.
+func normalizeHarbor(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
+	ids := idSet{}
+	history := historyTracker{}
+	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
+		top, err := decodeObject(raw)
+		if err != nil {
+			return elementError(src, l, err)
+		}
+		b := newBuilder(layoutHarbor, l)
+		runID := format.String(top["run_id"])
+		base := format.String(top["trial_name"])
+		if base == "" {
+			base = runID
+		}
+		episode := format.String(top["episode"])
+		if episode == "" {
+			episode = l.derivedID()
+		}
+		session := episode
+		if base != "" {
+			session = base + "/" + episode
+		}
+		sid, _ := ids.unique(session)
+		if runID == "" {
+			runID = sid
+		}
+		run := &b.sl.Run
+		run.RunID, run.SessionID, run.OriginalSessionID = runID, sid, model.Str(base)
+		run.AgentName = model.Str(format.String(top["agent"]))
+		run.AgentModelName = model.Str(format.String(top["model"]))
+		if d, ok := top["date"]; ok {
+			if t, ok := format.Time(d); ok {
+				run.StartedAt = model.Time(t)
+			} else {
+				b.warn("date is not a timestamp; kept in extra", "date")
+			}
+		}
+		b.chatMessages(top["conversations"], 0, l.sub("conversations"))
+		run.Extra = format.Extra(top, "conversations", "agent", "model", "run_id")
+		history.mark(runID, b.sl)
+		return emit(b.finish(src.File))
+	})
+}
+
+// shareGPTRoles maps ShareGPT "from" values to chat roles.
+var shareGPTRoles = map[string]string{
+	"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+	"system": "system", "observation": "tool", "tool": "tool", "function_call": "assistant",
+}
+
+// normalizeShareGPT reads {conversations:[{from, value}], tools?, system?}
+// records. Calls and observations carry no ids, so results link by order.
+func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
+	ids := idSet{}
+	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
+		top, err := decodeObject(raw)
+		if err != nil {
+			return elementError(src, l, err)
+		}
+		b := newBuilder(layoutShareGPT, l)
+		at := l.sub("conversations")
+		idKey, id := firstString(top, sessionKeys...)
+		b.setIdentity(ids, id, l.derivedID())
+		turns, err := decodeMessages(top["conversations"])
+		if err != nil || turns == nil {
+			b.warnAt(at, "conversations is not an array; ignored")
+		}
+		for i, t := range turns {
+			if t == nil {
+				b.warnAt(at, "turn is not an object; skipped", i)
+				continue
+			}
+			b.chatMessage(strconv.Itoa(i), at.elem(i), b.shareGPTTurn(at.elem(i), t))
+		}
+		b.sl.Run.Extra = format.Extra(top, "conversations", idKey)
+		return emit(b.finish(src.File))
+	})
+}
+
+// shareGPTTurn rewrites a {from, value} turn as a chat message, so that one
+// mapping serves both. A function_call turn's value is JSON text
+// {name, arguments}.
+func (b *builder) shareGPTTurn(at loc, t map[string]jsonx.RawMessage) map[string]jsonx.RawMessage {
+	from := format.String(t["from"])
+	m := make(map[string]jsonx.RawMessage, len(t))
+	for k, v := range t {
+		if k != "from" && k != "value" {
+			m[k] = v
+		}
+	}
+	role, ok := shareGPTRoles[from]
+	if !ok {
+		role = from
+	}
+	m["role"], _ = jsonx.Marshal(role)
+	if from != "function_call" {
+		m["content"] = t["value"]
+		return m
+	}
+	var call struct {
+		Name      string           `json:"name"`
+		Arguments jsonx.RawMessage `json:"arguments"`
+	}
+	if jsonx.Unmarshal([]byte(format.String(t["value"])), &call) != nil || call.Name == "" {
+		b.warnAt(at, "function_call value is not {name, arguments} JSON; kept as text", "value")
+		m["content"] = t["value"]
+		return m
+	}
+	calls := []map[string]any{{"type": "function", "function": map[string]any{"name": call.Name, "arguments": call.Arguments}}}
+	m["tool_calls"], _ = jsonx.Marshal(calls)
+	return m
+}

@@ -1,0 +1,295 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Responses item types that call a tool and get their result in a later
+// *_output item with the same call_id, with the key holding the arguments.
+var deferredCalls = map[string]string{
+	"function_call":    "arguments",
+	"custom_tool_call": "input",
+	"local_shell_call": "action",
+	"computer_call":    "action",
+}
+
+// Hosted tool items carry their own result (inline), with the keys that hold
+// the arguments and the result.
+var hostedCalls = map[string][2]string{
+	"web_search_call":       {"action", "results"},
+	"file_search_call":      {"queries", "results"},
+	"code_interpreter_call": {"code", "outputs"},
+	"image_generation_call": {"", "result"},
+	"mcp_call":              {"arguments", "output"},
+}
+
+// quietItems are item types kept as plain system steps without a warning.
+var quietItems = map[string]bool{
+	"item_reference": true, "mcp_list_tools": true, "mcp_approval_request": true,
+	"mcp_approval_response": true, "compaction": true,
+}
+
+// itemStep carries where an item sits and what the surrounding file says
+// about it.
+type itemStep struct {
+	id    string
+	at    loc
+	ts    *time.Time
+	model *string
+}
+
+// item maps one Responses item to a step (and its tool call or result). It
+// returns whether the step is an agent step, i.e. output of a model call.
+func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
+	typ := format.String(it["type"])
+	if typ == "" && it["role"] != nil {
+		return b.untypedMessage(it, is)
+	}
+	st := model.Step{StepID: is.id, Timestamp: is.ts}
+	switch {
+	case typ == "message":
+		b.itemMessage(&st, it, is)
+	case typ == "reasoning":
+		b.itemReasoning(&st, it)
+	case deferredCalls[typ] != "":
+		b.itemCall(&st, typ, it, is)
+	case strings.HasSuffix(typ, "_call_output"):
+		b.itemOutput(&st, it, is)
+	case hostedCalls[typ] != [2]string{}:
+		b.itemHosted(&st, typ, it)
+	default:
+		if !quietItems[typ] {
+			b.warnAt(is.at, "unknown item type "+strconv.Quote(typ)+"; kept as a system step")
+		}
+		st.Source, st.MessageKind = model.SourceSystem, typ
+		if typ == "" {
+			st.MessageKind = "unknown"
+		}
+		st.Extra = format.Extra(it, "type")
+	}
+	if st.Source == model.SourceAgent && st.ModelName == nil {
+		st.ModelName = is.model
+	}
+	b.addStep(st)
+	return st.Source == model.SourceAgent
+}
+
+// untypedMessage maps an "easy" {role, content} message, which may carry
+// Chat Completions members (tool_calls, tool_call_id) as well.
+func (b *builder) untypedMessage(it map[string]jsonx.RawMessage, is itemStep) bool {
+	b.chatMessage(is.id, is.at, it)
+	st := &b.sl.Steps[len(b.sl.Steps)-1]
+	if st.Timestamp == nil {
+		st.Timestamp = is.ts
+	}
+	agent := st.Source == model.SourceAgent
+	if agent && st.ModelName == nil {
+		st.ModelName = is.model
+	}
+	return agent
+}
+
+func (b *builder) itemMessage(st *model.Step, it map[string]jsonx.RawMessage, is itemStep) {
+	role := format.String(it["role"])
+	source, canonical, knownRole := roleSource(role)
+	if !knownRole {
+		b.warnAt(is.at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
+	}
+	st.Source = source
+	text, kind, ok := content(it["content"])
+	if ok {
+		st.MessageValue = model.StrAlways(text)
+	}
+	if kind == format.KindMultimodal && isRefusalParts(it["content"]) {
+		kind = kindRefusal
+	}
+	st.MessageKind = kind
+	known := []string{"type", "content"}
+	if canonical {
+		known = append(known, "role")
+	}
+	st.Extra = format.Extra(it, known...)
+}
+
+// itemReasoning keeps the readable summary (and reasoning text when
+// present); encrypted content is opaque, so only its presence is flagged.
+func (b *builder) itemReasoning(st *model.Step, it map[string]jsonx.RawMessage) {
+	st.Source, st.MessageKind = model.SourceAgent, kindReasoning
+	var texts []string
+	for _, key := range []string{"summary", "content"} {
+		if t, _, ok := content(it[key]); ok && t != "" {
+			texts = append(texts, t)
+		}
+	}
+	if len(texts) > 0 {
+		st.Reasoning = model.Str(strings.Join(texts, "\n"))
+	}
+	st.Extra = format.Extra(it, "type", "summary", "content", "encrypted_content")
+	if !format.IsNull(it["encrypted_content"]) {
+		st.Extra = format.MergeExtra(st.Extra, "encrypted_content", jsonx.RawMessage("true"))
+	}
+}
+
+func (b *builder) itemCall(st *model.Step, typ string, it map[string]jsonx.RawMessage, is itemStep) {
+	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
+	argKey := deferredCalls[typ]
+	name := format.String(it["name"])
+	if name == "" {
+		name = strings.TrimSuffix(typ, "_call")
+	}
+	callID := format.String(it["call_id"])
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: name}
+	tc.Arguments, tc.ArgumentsValid = b.arguments(it[argKey], is.at, argKey)
+	known := []string{"call_id", "name", argKey}
+	if typ == "function_call" {
+		known = append(known, "type")
+	}
+	tc.Extra = format.Extra(it, known...)
+	b.addCall(tc, callID)
+}
+
+func (b *builder) itemOutput(st *model.Step, it map[string]jsonx.RawMessage, is itemStep) {
+	st.Source = model.SourceTool
+	text, kind, ok := content(it["output"])
+	st.MessageKind = kind
+	result := model.StrAlways(text)
+	if ok {
+		st.MessageValue = result
+	}
+	st.Extra = format.Extra(it, "output")
+	if !b.resolve(format.String(it["call_id"]), model.LinkByID, result, model.ResultOK, st.StepID) {
+		b.warnAt(is.at, "output matches no unanswered call", "call_id")
+	}
+}
+
+// itemHosted maps a hosted tool item, which holds its own result.
+func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.RawMessage) {
+	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
+	keys := hostedCalls[typ]
+	name := strings.TrimSuffix(typ, "_call")
+	if n := format.String(it["name"]); n != "" {
+		name = n
+	}
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: linkInline}
+	known := []string{"type", "id", "name"}
+	if keys[0] != "" {
+		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(it[keys[0]])
+		known = append(known, keys[0])
+	}
+	known = append(known, keys[1])
+	if text, _, ok := content(it[keys[1]]); ok {
+		tc.Result = model.StrAlways(text)
+	}
+	tc.ResultStatus = model.ResultOK
+	switch format.String(it["status"]) {
+	case "failed", "incomplete":
+		tc.ResultStatus = model.ResultError
+	}
+	if !format.IsNull(it["error"]) {
+		tc.ResultStatus = model.ResultError
+	}
+	tc.Extra = format.Extra(it, known...)
+	b.addCall(tc, "")
+}
+
+// normalizeResponses reads a bare Responses item, an array of items, items
+// one per line, or a whole response object {object:"response", output,
+// usage}. The file is one Storyline.
+func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
+	data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	if err != nil {
+		return format.Errorf(src, 0, "", "read: %w", err)
+	}
+	if len(data) > maxDocumentBytes {
+		return format.Errorf(src, 0, "", "document larger than %d bytes", maxDocumentBytes)
+	}
+	b := newBuilder(layoutResponses, loc{})
+	id := fileID(src)
+	b.sl.Run.RunID, b.sl.Run.SessionID = id, id
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		if !jsonx.Valid(trimmed) {
+			return format.Errorf(src, 0, "", "read items: invalid JSON")
+		}
+		items, _ := decodeMessages(trimmed)
+		b.items(items, loc{}, nil)
+	default:
+		if top, err := decodeObject(trimmed); err == nil {
+			b.responseDocument(top)
+			break
+		}
+		err := format.EachLine(ctx, bytes.NewReader(trimmed), func(n int64, line []byte) error {
+			it, err := decodeObject(line)
+			if err != nil {
+				return elementError(src, loc{line: n}, err)
+			}
+			b.item(it, itemStep{id: strconv.FormatInt(n, 10), at: loc{line: n}})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return emit(b.finish(src.File))
+}
+
+// items maps an item array found at `at`; step ids are the array indexes.
+func (b *builder) items(items []map[string]jsonx.RawMessage, at loc, modelName *string) {
+	for i, it := range items {
+		if it == nil {
+			b.warnAt(at, "item is not an object; skipped", i)
+			continue
+		}
+		b.item(it, itemStep{id: strconv.Itoa(i), at: at.elem(i), model: modelName})
+	}
+}
+
+// responseDocument maps a single item, or a response object whose output
+// items become the steps and whose usage goes to the last agent step.
+func (b *builder) responseDocument(top map[string]jsonx.RawMessage) {
+	if format.String(top["object"]) != "response" {
+		b.item(top, itemStep{id: "0"})
+		return
+	}
+	run := &b.sl.Run
+	if id := format.String(top["id"]); id != "" {
+		run.RunID, run.SessionID = id, id
+	}
+	modelName, _ := stringValue(top["model"])
+	run.AgentModelName = model.Str(modelName)
+	if t, ok := format.Time(top["created_at"]); ok {
+		run.StartedAt = model.Time(t)
+	}
+	switch format.String(top["status"]) {
+	case "completed":
+		run.Status = model.StatusCompleted
+	case "incomplete":
+		run.Status = model.StatusTruncated
+	case "failed":
+		run.Status = model.StatusError
+	case "cancelled":
+		run.Status = model.StatusCancelled
+	}
+	items, err := decodeMessages(top["output"])
+	if err != nil {
+		b.warn("output is not an array; ignored", "output")
+	}
+	b.items(items, loc{ptr: "/output"}, model.Str(modelName))
+	for i := len(b.sl.Steps) - 1; i >= 0; i-- {
+		if b.sl.Steps[i].Source == model.SourceAgent {
+			applyUsage(&b.sl.Steps[i], parseUsage(top["usage"]))
+			break
+		}
+	}
+	run.Extra = format.Extra(top, "id", "model", "created_at", "status", "output", "usage")
+}

@@ -1,0 +1,137 @@
+package openai
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+)
+
+// Hot-path decoding. Unmarshalling a record, then its messages, then each
+// content string validates the same bytes again at every level, which
+// dominated chat-jsonl profiles. Records are therefore validated once
+// (jsonx.Valid) and then split structurally: the members and elements
+// returned alias the record's bytes, so they must not outlive it (every
+// column value is copied into a string before the record is released).
+
+// splitObject returns the members of the valid JSON value raw, or nil when
+// it is not an object.
+func splitObject(raw []byte) map[string]jsonx.RawMessage {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil
+	}
+	m := make(map[string]jsonx.RawMessage, 8)
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] == '"' {
+		end := skipValue(raw, i)
+		key := str(raw[i:end])
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // ':'
+		end = skipValue(raw, i)
+		m[key] = raw[i:end]
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return m
+}
+
+// splitArray returns the elements of the valid JSON value raw, and false
+// when it is not an array.
+func splitArray(raw []byte) ([][]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	var elems [][]byte
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != ']' {
+		end := skipValue(raw, i)
+		elems = append(elems, raw[i:end])
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return elems, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just after the valid JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just after the string starting at b[i].
+func skipString(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		bs := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// str decodes a JSON string without the codec when it has no escapes (the
+// common case for roles, ids and most content); other values go through
+// format.String.
+func str(raw []byte) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		body := raw[1 : n-1]
+		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return string(body)
+		}
+	}
+	return format.String(raw)
+}

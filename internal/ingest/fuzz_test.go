@@ -1,0 +1,39 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// FuzzDetectAndNormalize feeds arbitrary bytes through detection across every
+// adapter and, when one claims them, through its normalizer: nothing may
+// panic, and a failure must be a located error.
+func FuzzDetectAndNormalize(f *testing.F) {
+	root := testutil.SamplesDir(f)
+	for _, rel := range testutil.SampleFiles(f) {
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) > 64<<10 {
+			data = data[:64<<10] // keep the corpus quick to mutate
+		}
+		f.Add(data, filepath.Base(rel))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		p := format.NewProbe(name, data, false)
+		det, err := Detect(p)
+		if err != nil {
+			return
+		}
+		_ = det.Adapter.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, det.Layout,
+			func(sl *model.Storyline) error { return nil })
+	})
+}

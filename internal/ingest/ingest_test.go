@@ -1,0 +1,114 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// TestEverySampleIsDetectedAndNormalizes runs every public sample through
+// detection and normalization: each must be claimed by the adapter of its
+// family, produce at least one Storyline, and have unique session ids.
+func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
+	root := testutil.SamplesDir(t)
+	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF}
+	for _, rel := range testutil.SampleFiles(t) {
+		t.Run(rel, func(t *testing.T) {
+			family := strings.SplitN(rel, "/", 2)[0]
+			seen := map[string]bool{}
+			n := 0
+			det, err := NormalizeFile(context.Background(), filepath.Join(root, rel), rel, Options{}, func(sl *model.Storyline) error {
+				n++
+				if seen[sl.Run.SessionID] {
+					t.Errorf("session_id %q repeats", sl.Run.SessionID)
+				}
+				seen[sl.Run.SessionID] = true
+				if sl.Run.File != rel || sl.Run.SourceFormat == "" || sl.Run.RunID == "" {
+					t.Errorf("incomplete run row: %+v", sl.Run)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if det.Format != want[family] {
+				t.Fatalf("detected %s/%s, want %s", det.Format, det.Layout, want[family])
+			}
+			if n == 0 {
+				t.Fatal("no Storyline")
+			}
+		})
+	}
+}
+
+func TestUnrecognizedFilesAreExplained(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"config.json": `{"name": "my-package", "version": "1.0.0", "dependencies": {}}`,
+		"empty.json":  "",
+		"text.jsonl":  "hello world\n",
+		"nums.json":   `[1, 2, 3]`,
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(content), 0o644)
+		_, err := NormalizeFile(context.Background(), path, name, Options{}, func(*model.Storyline) error { return nil })
+		var ue *format.UnrecognizedError
+		if !errors.As(err, &ue) || !errors.Is(err, format.ErrUnrecognized) {
+			t.Errorf("%s: want UnrecognizedError, got %v", name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), name) || len(ue.Reason) < 10 {
+			t.Errorf("%s: unhelpful message %q", name, err)
+		}
+	}
+	_, err := NormalizeFile(context.Background(), filepath.Join(dir, "config.json"), "c", Options{}, nil)
+	if !strings.Contains(err.Error(), "[name, version, dependencies]") {
+		t.Errorf("the reason should list the keys it saw: %v", err)
+	}
+}
+
+func TestDetectionReadsOnlyThePrefix(t *testing.T) {
+	// A 3 MiB ATIF document whose steps start past a 64 KiB detection limit
+	// is still detected from its leading keys.
+	big := `{"schema_version":"ATIF-v1.6","session_id":"s","agent":{"name":"a","version":"1"},"notes":"` +
+		strings.Repeat("x", 3<<20) + `","steps":[{"step_id":1,"source":"user","message":"hi"}]}`
+	path := filepath.Join(t.TempDir(), "big.json")
+	os.WriteFile(path, []byte(big), 0o644)
+	det, err := DetectFile(path, Options{MaxDetectionBytes: 64 << 10})
+	if err != nil || det.Format != format.ATIF {
+		t.Fatalf("DetectFile = %+v, %v", det, err)
+	}
+}
+
+func TestRepeatedSessionIDsAreRenamed(t *testing.T) {
+	line := `{"messages":[{"role":"user","content":"hi"}],"custom_id":"same"}` + "\n"
+	path := filepath.Join(t.TempDir(), "dup.jsonl")
+	os.WriteFile(path, []byte(line+line+line), 0o644)
+	var ids []string
+	_, err := NormalizeFile(context.Background(), path, "dup.jsonl", Options{}, func(sl *model.Storyline) error {
+		ids = append(ids, sl.Run.SessionID)
+		for _, st := range sl.Steps {
+			if st.SessionID != sl.Run.SessionID {
+				t.Errorf("step keeps old session id %q", st.SessionID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("ids not unique: %v", ids)
+		}
+		seen[id] = true
+	}
+}

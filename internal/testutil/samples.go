@@ -1,0 +1,102 @@
+// Package testutil holds helpers shared by tests: locating the public sample
+// trajectories in ../shared/samples beside the checkout, and building the
+// binary for end-to-end tests.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// RepoRoot returns the repository root (the directory holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// SamplesDir returns ../shared/samples beside the checkout; tests that need
+// it fail (not skip) when it is missing, since CI always provides it.
+func SamplesDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(t), "..", "shared", "samples")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("shared samples not found beside the checkout: %v", err)
+	}
+	return dir
+}
+
+// SampleFiles lists every trajectory file under the samples directory,
+// relative to it, in path order.
+func SampleFiles(t testing.TB) []string {
+	t.Helper()
+	root := SamplesDir(t)
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		n := strings.ToLower(d.Name())
+		if !d.IsDir() && (strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl")) {
+			rel, _ := filepath.Rel(root, path)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/pchronicle once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pchronicle-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pchronicle")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/pchronicle")
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err: err, out: string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + e.out }

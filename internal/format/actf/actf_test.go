@@ -129,7 +129,7 @@ func i64(p *int64) int64 {
 }
 
 // TestFigures asserts the figures checked by hand against the sources (see
-// the report and docs/formats/actf.md).
+// the report and docs/formats.md (actf section)).
 func TestFigures(t *testing.T) {
 	all := inputs(t)
 	tests := []struct {

@@ -1,7 +1,7 @@
 // Package actf reads ACTF, the line-delimited agent trace event stream
 // (scope start/end events plus marks), in the public ATOF dialects: NeMo
 // Relay ATOF 0.1, the NeMo Agent Toolkit package spec v0.2, and the earlier
-// NAT draft. See docs/formats/actf.md for the mapping.
+// NAT draft. See docs/formats.md (actf section) for the mapping.
 package actf
 
 import (

@@ -1,7 +1,7 @@
 // Package atif reads the Agent Trajectory Interchange Format (ATIF v1.0–v1.8):
 // single JSON documents (trajectory.json) with their embedded subagent
 // trajectories, and the ATIF-as-JSONL streaming layout (a header line followed
-// by one step per line). The field mapping is documented in docs/formats/atif.md.
+// by one step per line). The field mapping is documented in docs/formats.md (atif section).
 package atif
 
 import (

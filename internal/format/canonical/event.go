@@ -1,5 +1,5 @@
 // Package canonical implements pchronicle's own canonical event wire schema
-// (one JSON object per line, docs/formats/canonical.md): strict decoding and
+// (one JSON object per line, docs/formats.md (canonical section)): strict decoding and
 // encoding of single events, the stream rules that span lines (Validator),
 // the deterministic canonical → Storyline normalization shared with the
 // events store projections, and the format adapter for canonical JSONL files.

@@ -2,7 +2,7 @@
 // lists in their common on-disk layouts (fine-tuning JSONL, arrays,
 // ShareGPT, harbor trace exports, wrapped agent trajectories, message logs,
 // request/response logs), Responses API items, and Codex CLI rollouts.
-// docs/formats/openai.md documents the mapping field by field.
+// docs/formats.md (openai section) documents the mapping field by field.
 package openai
 
 import (

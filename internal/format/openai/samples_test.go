@@ -11,7 +11,7 @@ import (
 )
 
 // The figures below were counted by hand (jq/python) from the sample files;
-// see docs/formats/openai.md.
+// see docs/formats.md (openai section).
 
 func TestCookbookToyChat(t *testing.T) {
 	layout, sls := mustNormalize(t, "openai-cookbook_toy_chat_fine_tuning.jsonl", sample(t, "openai-cookbook_toy_chat_fine_tuning.jsonl"))

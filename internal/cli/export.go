@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/export"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+func init() { register(newExportCmd) }
+
+func newExportCmd(e *env) *cobra.Command {
+	var (
+		sel     selection
+		as, out string
+	)
+	cmd := &cobra.Command{
+		Use:   "export [DATASET]",
+		Short: "Write Storylines as canonical events, ATIF documents or OpenAI chat messages",
+		Long: `Write the Storylines of Datasets — all of them, or those selected by
+coordinates — in an interchange format:
+
+  --as canonical  canonical event JSONL (docs/formats.md): per
+                  Storyline one run.start, its message, usage, tool.call and
+                  tool.result events, and one run.end; deterministic event ids
+  --as atif       one ATIF-v1.7 document per Storyline: JSONL of documents,
+                  or with --out DIR one file per Storyline
+  --as openai     chat-completions JSONL, one {"messages": [...]} per
+                  Storyline, with assistant tool_calls and tool messages
+
+Selection (combined with AND): --source PATH (a Dataset-relative source
+path, its _file_), --session ID (repeatable), --run ID. Sources outside
+--source are not read. Output goes to stdout, or to --out (a file; a
+directory for --as atif). Storylines are written in Dataset, source and
+session_id order, so the same Snapshot exports the same bytes.
+
+What each format cannot carry is documented in docs/cli.md (for example,
+OpenAI messages have no tool error status, and ATIF has no tool steps).`,
+		Example: `  pchronicle export ./runs --as canonical > events.jsonl
+  pchronicle export ./runs --source harbor/trajectory.json --as atif --out ./atif
+  pchronicle export ./runs --session 0b5c3e1a --session 7f0d9b22 --as openai
+  pchronicle export --mount prod=./prod --run run-42 --as canonical --out run-42.jsonl`,
+		Args: cobra.MaximumNArgs(1),
+	}
+	ds := addDatasetFlags(cmd)
+	f := cmd.Flags()
+	sel.register(f)
+	f.StringVar(&as, "as", export.Canonical, "output format: "+strings.Join(export.Formats, ", "))
+	f.StringVarP(&out, "out", "o", "", "write to this file instead of stdout (with --as atif: a directory, one file per Storyline)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if !slices.Contains(export.Formats, as) {
+			return fmt.Errorf("unknown --as %q (want %s)", as, strings.Join(export.Formats, ", "))
+		}
+		snap, _, err := ds.open(cmd.Context(), firstArg(args))
+		if err != nil {
+			return err
+		}
+		defer snap.Close()
+		if err := sel.checkSource(snap); err != nil {
+			return err
+		}
+		w, closeOut, err := openExport(e.stdout, as, out)
+		if err != nil {
+			return err
+		}
+		n, err := exportSnapshot(cmd.Context(), e.stderr, snap, sel, w)
+		if cerr := closeOut(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 && (sel.source != "" || len(sel.sessions) > 0 || sel.run != "") {
+			return fmt.Errorf("no Storyline matched the selection")
+		}
+		fmt.Fprintf(e.stderr, "exported %d Storylines as %s\n", n, as)
+		return nil
+	}
+	return cmd
+}
+
+// openExport returns the writer and a function that closes it and the
+// output file.
+func openExport(stdout io.Writer, as, out string) (export.Writer, func() error, error) {
+	if out == "" || as == export.ATIF {
+		w, err := export.New(as, stdout, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		return w, w.Close, nil
+	}
+	file, err := os.Create(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := export.New(as, file, "")
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return w, func() error {
+		err := w.Close()
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, nil
+}
+
+// exportSnapshot writes every selected Storyline and returns how many.
+// Sources the Snapshot kept with status error (--errors report) are skipped
+// with a note; any other failure stops the export.
+func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapshot, sel selection, w export.Writer) (int, error) {
+	type job struct {
+		dataset string
+		src     *catalog.Source
+	}
+	var jobs []job
+	for _, d := range snap.Datasets {
+		for _, src := range d.Sources {
+			if sel.source == "" || src.File == sel.source {
+				jobs = append(jobs, job{d.Mount.NamespacePath(), src})
+			}
+		}
+	}
+	bar := exportProgress(stderr, len(jobs))
+	filter := catalog.StorylineFilter{Sessions: sel.sessions, RunID: sel.run}
+	n := 0
+	for _, j := range jobs {
+		if j.src.Err != nil {
+			fmt.Fprintf(stderr, "skipping %s: %s: %v\n", j.dataset, j.src.File, j.src.Err)
+			continue
+		}
+		err := snap.EachStoryline(ctx, j.dataset, j.src.File, filter, func(sl *model.Storyline) error {
+			n++
+			return w.Write(j.dataset, sl)
+		})
+		if err != nil {
+			return n, fmt.Errorf("Dataset %s: %w", j.dataset, err)
+		}
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	return n, nil
+}
+
+// exportProgress returns a per-source progress bar on an interactive stderr, or
+// nil: pipes and logs get only the final summary line.
+func exportProgress(stderr io.Writer, sources int) *progressbar.ProgressBar {
+	f, ok := stderr.(*os.File)
+	if !ok || sources < 2 || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(sources, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("exporting sources"),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+}

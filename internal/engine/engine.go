@@ -100,6 +100,7 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 // plan is the set of sources each Dataset relation reads in one query.
 type plan struct {
 	rels map[relKey]*relPlan
+	meta map[relKey]bool // referenced metadata relations (sources, projections)
 }
 
 type relKey struct{ dataset, relation string }
@@ -115,10 +116,14 @@ type relPlan struct {
 // Nothing is opened to decide (spec invariant 11). DESCRIBE needs only the
 // fixed schemas, so it reads no source.
 func (e *Engine) plan(an *query.Analysis) *plan {
-	p := &plan{rels: map[relKey]*relPlan{}}
+	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}}
 	for _, ref := range an.Refs {
 		k := relKey{ref.Dataset, ref.Relation}
-		if _, done := p.rels[k]; done || !isRowRelation(ref.Relation) {
+		if !isRowRelation(ref.Relation) {
+			p.meta[k] = true
+			continue
+		}
+		if _, done := p.rels[k]; done {
 			continue
 		}
 		rp := &relPlan{}

@@ -82,26 +82,26 @@ func (p *plan) dirs(spill string) []string {
 }
 
 // schemaDDL creates one Dataset's schema: sources and projections as tables
-// of the Snapshot's metadata, and the row relations as views over exactly
+// of the Snapshot's metadata (filled only when the query references them, so
+// a Dataset of 10,000 sources costs nothing to a query that does not ask),
+// and the row relations as views over exactly
 // the resolved sources (zero: an empty typed view; one: a plain scan; more:
 // UNION ALL).
 func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
 	schema := Ident(d.Mount.Alias)
 	stmts := []string{"CREATE SCHEMA " + schema}
-	stmts = append(stmts, tableDDL(schema, model.RelSources, rowValues(d.SourceRows()))...)
-	stmts = append(stmts, tableDDL(schema, model.RelProjections, rowValues(d.ProjectionRows()))...)
+	var sources, projections [][]any
+	if p.meta[relKey{d.Mount.Alias, model.RelSources}] {
+		sources = rowValues(d.SourceRows())
+	}
+	if p.meta[relKey{d.Mount.Alias, model.RelProjections}] {
+		projections = rowValues(d.ProjectionRows())
+	}
+	stmts = append(stmts, tableDDL(schema, model.RelSources, sources)...)
+	stmts = append(stmts, tableDDL(schema, model.RelProjections, projections)...)
 	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents} {
-		rp := p.rels[relKey{d.Mount.Alias, rel}]
-		var scans []string
-		if rp != nil {
-			for i, src := range rp.sources {
-				if files := rp.resolved[i].Files[rel]; len(files) > 0 {
-					scans = append(scans, scan(rel, src.File, files))
-				}
-			}
-		}
 		body := emptyScan(rel)
-		if len(scans) > 0 {
+		if scans := scans(rel, p.rels[relKey{d.Mount.Alias, rel}]); len(scans) > 0 {
 			body = strings.Join(scans, "\nUNION ALL\n")
 		}
 		stmts = append(stmts, fmt.Sprintf("CREATE VIEW %s.%s AS %s", schema, Ident(rel), body))
@@ -109,14 +109,40 @@ func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
 	return stmts
 }
 
-// scan reads one source's Parquet files for a relation with the source's
-// constant _file_ (store rows may carry import provenance there; the Dataset
-// identity is the source path).
+// scans returns the scans that make up one relation's view. Normalized file
+// sources already carry their own _file_ in every row, so all of them are
+// read by one read_parquet; each store source gets its own scan with its
+// constant _file_ (a store's rows may carry import provenance there, but the
+// Dataset identity is the store's path). One hit is thus always a plain scan.
+func scans(rel string, rp *relPlan) []string {
+	if rp == nil {
+		return nil
+	}
+	var fileParts []string
+	var out []string
+	for i, src := range rp.sources {
+		files := rp.resolved[i].Files[rel]
+		switch {
+		case len(files) == 0:
+		case src.Kind == catalog.KindFile:
+			fileParts = append(fileParts, files...)
+		default:
+			out = append(out, scan(rel, src.File, files))
+		}
+	}
+	if len(fileParts) > 0 {
+		out = append([]string{scan(rel, "", fileParts)}, out...)
+	}
+	return out
+}
+
+// scan reads Parquet files for a relation; a non-empty file replaces the
+// stored _file_ with that constant.
 func scan(rel, file string, files []string) string {
 	cols := model.Schemas[rel]
 	sel := make([]string, len(cols))
 	for i, c := range cols {
-		if c.Name == "_file_" {
+		if c.Name == "_file_" && file != "" {
 			sel[i] = quote(file) + "::VARCHAR AS _file_"
 		} else {
 			sel[i] = Ident(c.Name)

@@ -1,0 +1,234 @@
+// Package query validates user SQL before it reaches a query engine and
+// computes, for every reference to a Dataset relation, which sources
+// (`_file_` values) can possibly contribute rows.
+//
+// It is wall #1 of the read-only sandbox: user SQL is parsed only through
+// DuckDB's json_serialize_sql on a parser-only instance that cannot touch
+// the filesystem, and the resulting AST is walked completely. Wall #2 is the
+// engine's own DuckDB sandbox (enable_external_access=false, allowed
+// directories, locked configuration), which does not depend on this package.
+// See docs/sql.md for the rules a user sees.
+package query
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// DefaultSchema is the schema name of the Dataset mounted by the positional
+// form (`pchronicle query DATASET SQL`).
+const DefaultSchema = "dataset"
+
+// MaxSQLBytes bounds the SQL text accepted by Analyze.
+const MaxSQLBytes = 1 << 20
+
+// Relation names of every Dataset schema.
+const (
+	RelSources     = "sources"
+	RelRuns        = model.RelRuns
+	RelSteps       = model.RelSteps
+	RelToolCalls   = model.RelToolCalls
+	RelEvents      = model.RelEvents
+	RelProjections = "projections"
+)
+
+// Relations lists the six relations of a Dataset schema.
+var Relations = []string{RelSources, RelRuns, RelSteps, RelToolCalls, RelEvents, RelProjections}
+
+// trajectory relations hold rows whose identity is only unique inside one
+// source; joins between them must carry `_file_` equality (spec §6.2).
+var trajectory = map[string]bool{RelRuns: true, RelSteps: true, RelToolCalls: true, RelEvents: true}
+
+func isRelation(name string) bool {
+	for _, r := range Relations {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind is the kind of an accepted statement.
+type Kind string
+
+// Statement kinds.
+const (
+	KindSelect   Kind = "select"
+	KindValues   Kind = "values"
+	KindDescribe Kind = "describe" // DESCRIBE, SHOW TABLES, SHOW ALL TABLES, SHOW TABLES FROM x
+)
+
+// AnalyzeOptions tells Analyze which schemas exist.
+type AnalyzeOptions struct {
+	// Datasets are the mounted Dataset SQL aliases (schemas). Matching is
+	// case-insensitive, as in DuckDB.
+	Datasets []string
+	// Default is true for the positional form: a Dataset is mounted as
+	// DefaultSchema and unqualified relation names resolve to it. Setting
+	// Default implies DefaultSchema among Datasets.
+	Default bool
+}
+
+// TableRef is one base-table reference to a Dataset relation.
+type TableRef struct {
+	Dataset  string // lowercase SQL alias (DefaultSchema for unqualified names in the positional form)
+	Relation string // one of Relations
+	// Candidates says which sources this reference can read rows from. A
+	// relation referenced several times must read the union of the
+	// candidates of all its references (see Analysis.MayRead).
+	Candidates FileFilter
+}
+
+// Analysis is the result of validating one statement.
+type Analysis struct {
+	Kind    Kind
+	Explain bool // the statement is wrapped in EXPLAIN
+	Analyze bool // EXPLAIN ANALYZE: the statement also runs
+	// Refs lists every base-table reference to a Dataset relation, in the
+	// order they appear in the SQL text.
+	Refs []TableRef
+}
+
+// MayRead reports whether the source file can contribute rows to
+// dataset.relation: the union over all references to that relation. A
+// relation that is never referenced reads nothing.
+func (a *Analysis) MayRead(dataset, relation, file string) bool {
+	for _, r := range a.Refs {
+		if r.Dataset == dataset && r.Relation == relation && r.Candidates.MayMatch(file) {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidationError rejects user SQL; Msg names the offending construct.
+type ValidationError struct{ Msg string }
+
+func (e *ValidationError) Error() string { return "query rejected: " + e.Msg }
+
+func reject(format string, args ...any) error {
+	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+}
+
+const errOnlySelect = "only SELECT, VALUES, DESCRIBE and EXPLAIN statements are allowed"
+
+// Parser owns a parser-only, in-memory DuckDB instance. It is safe for
+// concurrent use; calls share one connection and parse one at a time
+// (a parse takes well under a millisecond for ordinary queries).
+type Parser struct {
+	db *sql.DB
+}
+
+// parserSetup locks the parser instance down before any user text reaches
+// it. json_serialize_sql only parses, but if a future DuckDB ever binds, the
+// instance still cannot read files, load extensions or change settings.
+var parserSetup = []string{
+	"SET autoinstall_known_extensions=false",
+	"SET autoload_known_extensions=false",
+	"SET enable_external_access=false",
+	"SET threads=1",
+	"SET memory_limit='64MB'",
+	"SET lock_configuration=true",
+}
+
+// NewParser opens the parser-only DuckDB instance.
+func NewParser() (*Parser, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("query: open parser instance: %w", err)
+	}
+	// One connection: settings are applied once and every later use sees them.
+	db.SetMaxOpenConns(1)
+	for _, stmt := range parserSetup {
+		if _, err := db.Exec(stmt); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("query: configure parser instance (%s): %w", stmt, err)
+		}
+	}
+	return &Parser{db: db}, nil
+}
+
+// Close releases the parser instance.
+func (p *Parser) Close() error { return p.db.Close() }
+
+// Analyze validates sql and computes the candidate sources of every Dataset
+// reference. A *ValidationError means the SQL is not allowed (or does not
+// parse); other errors are internal.
+func (p *Parser) Analyze(ctx context.Context, sql string, opts AnalyzeOptions) (*Analysis, error) {
+	if err := checkText(sql); err != nil {
+		return nil, err
+	}
+	body, explain, analyze := splitExplain(sql)
+	stmt, err := p.serialize(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	res, err := newAnalyzer(opts).run(stmt)
+	if err != nil {
+		return nil, err
+	}
+	res.Explain, res.Analyze = explain, analyze
+	return res, nil
+}
+
+// checkText rejects text whose bytes the C side could read differently from
+// the Go side: a NUL would end the string early for C, and invalid UTF-8 is
+// where lookalike tricks live.
+func checkText(sql string) error {
+	switch {
+	case len(sql) > MaxSQLBytes:
+		return reject("SQL text is longer than %d bytes", MaxSQLBytes)
+	case strings.IndexByte(sql, 0) >= 0:
+		return reject("SQL text contains a NUL byte")
+	case !utf8.ValidString(sql):
+		return reject("SQL text is not valid UTF-8")
+	case strings.TrimSpace(sql) == "":
+		return reject("empty SQL text")
+	}
+	return nil
+}
+
+// serialize returns the single statement's query node.
+func (p *Parser) serialize(ctx context.Context, body string) (map[string]any, error) {
+	var text string
+	err := p.db.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
+	if err != nil {
+		return nil, fmt.Errorf("query: parse: %w", err)
+	}
+	var out struct {
+		Error      bool             `json:"error"`
+		ErrorType  string           `json:"error_type"`
+		ErrorMsg   string           `json:"error_message"`
+		Statements []map[string]any `json:"statements"`
+	}
+	if err := jsonx.Unmarshal([]byte(text), &out); err != nil {
+		return nil, fmt.Errorf("query: decode parser AST: %w", err)
+	}
+	if out.Error {
+		if strings.Contains(out.ErrorMsg, "Only SELECT statements") {
+			return nil, reject("%s (found another kind of statement)", errOnlySelect)
+		}
+		return nil, reject("%s", strings.TrimSpace(out.ErrorMsg))
+	}
+	switch len(out.Statements) {
+	case 0:
+		return nil, reject("no statement")
+	case 1:
+	default:
+		return nil, reject("exactly one statement is allowed, found %d", len(out.Statements))
+	}
+	node, ok := out.Statements[0]["node"].(map[string]any)
+	if !ok {
+		return nil, errors.New("query: parser AST has no statement node")
+	}
+	return node, nil
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -29,6 +31,11 @@ type Source struct {
 	storylines cell // runs, steps, tool_calls
 	events     cell // events
 	format     string
+
+	// Directed fallbacks of an events source, by session set (see
+	// ResolveSessions).
+	directedMu sync.Mutex
+	directed   map[string]*cell
 }
 
 // Resolved is a source's data for some relations, as local Parquet files.
@@ -110,17 +117,60 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 	return res, nil
 }
 
+// ResolveSessions is Resolve for a query that provably reads only the given
+// session ids. For a canonical events source without a fresh projection it
+// normalizes just those sessions (segments whose session range excludes
+// them are not opened); everything else resolves as usual.
+func (s *Source) ResolveSessions(ctx context.Context, relation string, sessions []string) (*Resolved, error) {
+	rev, isEvents := s.Revision.(EventsRevision)
+	if sessions == nil || !isEvents || relation == model.RelEvents || s.Err != nil || s.selected() != nil {
+		return s.Resolve(ctx, relation)
+	}
+	set := append([]string(nil), sessions...)
+	sort.Strings(set)
+	key := strings.Join(set, "\x00")
+	s.directedMu.Lock()
+	if s.directed == nil {
+		s.directed = map[string]*cell{}
+	}
+	c := s.directed[key]
+	if c == nil {
+		c = &cell{}
+		s.directed[key] = c
+	}
+	s.directedMu.Unlock()
+	res, err := c.do(ctx, func() (*Resolved, error) {
+		s.snap.resolves.Add(1)
+		want := map[string]bool{}
+		for _, id := range set {
+			want[id] = true
+		}
+		return s.eventFallback(ctx, rev.Revision, want)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", s.File, err)
+	}
+	return res, nil
+}
+
+func (s *Source) selected() *Projection {
+	for _, p := range s.Projections {
+		if p.Selected {
+			return p
+		}
+	}
+	return nil
+}
+
 func (s *Source) resolveStorylines(ctx context.Context) (*Resolved, error) {
 	switch rev := s.Revision.(type) {
 	case StorylineRevision:
 		return generationFiles(rev.Generation), nil
 	case EventsRevision:
-		for _, p := range s.Projections {
-			if p.Selected {
-				return generationFiles(p.Generation), nil
-			}
+		if p := s.selected(); p != nil {
+			return generationFiles(p.Generation), nil
 		}
-		return s.eventFallback(ctx, rev.Revision)
+		return s.eventFallback(ctx, rev.Revision, nil)
 	case FileRevision:
 		return s.normalizeFile(ctx, rev)
 	}
@@ -181,16 +231,22 @@ func (s *Source) normalizeFile(ctx context.Context, rev FileRevision) (*Resolved
 }
 
 // eventFallback normalizes the pinned canonical events into Storylines when
-// no fresh projection exists, bounded by max_event_fallback_rows/_bytes.
-func (s *Source) eventFallback(ctx context.Context, rev *events.Revision) (*Resolved, error) {
+// no fresh projection exists — all sessions, or only those in sessions —
+// bounded by max_event_fallback_rows/_bytes over the segments it must read.
+func (s *Source) eventFallback(ctx context.Context, rev *events.Revision, sessions map[string]bool) (*Resolved, error) {
 	o := s.snap.Options
-	var bytes int64
-	for _, seg := range rev.Segments {
+	var rows, bytes int64
+	for i := range rev.Segments {
+		seg := &rev.Segments[i]
+		if sessions != nil && !mayHoldAny(seg, sessions) {
+			continue
+		}
+		rows += seg.Rows
 		bytes += seg.Bytes
 	}
-	if rev.Events > o.MaxEventFallbackRows || bytes > o.MaxEventFallbackBytes {
+	if rows > o.MaxEventFallbackRows || bytes > o.MaxEventFallbackBytes {
 		return nil, fmt.Errorf("no fresh Storyline projection, and normalizing %d events (%d bytes) exceeds max_event_fallback_rows=%d / max_event_fallback_bytes=%d; run `pchronicle project %s`",
-			rev.Events, bytes, o.MaxEventFallbackRows, o.MaxEventFallbackBytes, s.Path)
+			rows, bytes, o.MaxEventFallbackRows, o.MaxEventFallbackBytes, s.Path)
 	}
 	st, err := s.scratchStore()
 	if err != nil {
@@ -200,7 +256,8 @@ func (s *Source) eventFallback(ctx context.Context, rev *events.Revision) (*Reso
 	if err != nil {
 		return nil, err
 	}
-	err = rev.ScanSessions(ctx, nil, func(_ string, evs []model.Event) error {
+	err = rev.ScanSessions(ctx, sessions, func(_ string, evs []model.Event) error {
+		s.snap.fallbackSessions.Add(1)
 		for _, sl := range canonical.Storylines(evs, s.File) {
 			if err := w.Add(sl); err != nil {
 				return err
@@ -219,4 +276,13 @@ func (s *Source) eventFallback(ctx context.Context, rev *events.Revision) (*Reso
 	res := generationFiles(gen)
 	res.Format = format.Canonical
 	return res, nil
+}
+
+func mayHoldAny(seg *events.Segment, sessions map[string]bool) bool {
+	for id := range sessions {
+		if seg.MayHoldSession(id) {
+			return true
+		}
+	}
+	return false
 }

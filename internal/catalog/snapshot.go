@@ -15,6 +15,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/pchronicle/pchronicle/internal/store/events"
+	"github.com/pchronicle/pchronicle/internal/store/projection"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -36,8 +37,13 @@ type Snapshot struct {
 	TempDir  string
 	BuiltAt  time.Time
 
-	resolves atomic.Int64
+	resolves         atomic.Int64
+	fallbackSessions atomic.Int64
 }
+
+// FallbackSessions counts the canonical sessions normalized by events
+// fallbacks so far (tests assert point lookups normalize only their hits).
+func (s *Snapshot) FallbackSessions() int64 { return s.fallbackSessions.Load() }
 
 // Resolves counts LazySource resolutions so far (tests assert that building
 // a Snapshot or an engine resolves nothing).
@@ -202,10 +208,9 @@ func attachProjections(ds *Dataset) {
 		rev, ok := s.Revision.(StorylineRevision)
 		if ok && s.Err == nil && rev.Generation.Manifest.Lineage != nil {
 			if ev := byPath[lineagePath(s.Path, rev.Generation.Manifest.Lineage.EventsURI)]; ev != nil {
-				pinned := ev.Revision.(EventsRevision).Revision.Manifest
-				lr := rev.Generation.Manifest.Lineage.EventsRevision
-				ev.Projections = append(ev.Projections, &Projection{File: s.File, Generation: rev.Generation,
-					Fresh: lr >= pinned.FactWatermark && lr <= pinned.Revision})
+				uri, err := projection.URI(ev.Path)
+				fresh := err == nil && projection.Fresh(rev.Generation, uri, ev.Revision.(EventsRevision).Revision)
+				ev.Projections = append(ev.Projections, &Projection{File: s.File, Generation: rev.Generation, Fresh: fresh})
 				continue
 			}
 		}

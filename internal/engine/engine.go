@@ -109,6 +109,9 @@ type relPlan struct {
 	considered int
 	sources    []*catalog.Source
 	resolved   []*catalog.Resolved
+	// sessions bounds the session ids every reference to the relation can
+	// read (nil: unbounded), for directed canonical-event fallbacks.
+	sessions []string
 }
 
 // plan prunes: for every referenced Dataset relation, the sources that can
@@ -126,7 +129,7 @@ func (e *Engine) plan(an *query.Analysis) *plan {
 		if _, done := p.rels[k]; done {
 			continue
 		}
-		rp := &relPlan{}
+		rp := &relPlan{sessions: an.SessionBound(ref.Dataset, ref.Relation)}
 		p.rels[k] = rp
 		ds, ok := e.snap.Dataset(ref.Dataset)
 		if !ok || an.Kind == query.KindDescribe {
@@ -179,7 +182,7 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].Resolve(ctx, j.rel)
+			j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rel, j.rp.sessions)
 		}()
 	}
 	wg.Wait()

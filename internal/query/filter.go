@@ -343,3 +343,44 @@ func likeRunes(s []rune, p []likeTok) bool {
 	}
 	return pi == len(p)
 }
+
+// Values returns a finite set of values outside which the filter can never
+// be TRUE, when the filter proves one (an =/IN atom, an AND holding one, an
+// OR of such); ok is false otherwise. Point lookups use it to read only the
+// named sessions.
+func (f FileFilter) Values() (vals []string, ok bool) {
+	if f.root == nil {
+		return nil, false
+	}
+	return f.root.values()
+}
+
+func (n *fnode) values() ([]string, bool) {
+	switch n.op {
+	case opNever:
+		return []string{}, true
+	case opEq, opIn:
+		return n.vals, true
+	case opAnd:
+		// Any finite conjunct bounds the whole conjunction; take the smallest.
+		var best []string
+		found := false
+		for _, k := range n.kids {
+			if v, ok := k.values(); ok && (!found || len(v) < len(best)) {
+				best, found = v, true
+			}
+		}
+		return best, found
+	case opOr:
+		var all []string
+		for _, k := range n.kids {
+			v, ok := k.values()
+			if !ok {
+				return nil, false
+			}
+			all = append(all, v...)
+		}
+		return all, true
+	}
+	return nil, false
+}

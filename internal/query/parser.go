@@ -86,6 +86,10 @@ type TableRef struct {
 	// relation referenced several times must read the union of the
 	// candidates of all its references (see Analysis.MayRead).
 	Candidates FileFilter
+	// Sessions is the same conservative filter over session_id: when its
+	// Values are finite, every row this reference reads has one of those
+	// session ids (point lookups read only those Storylines).
+	Sessions FileFilter
 }
 
 // Analysis is the result of validating one statement.
@@ -108,6 +112,31 @@ func (a *Analysis) MayRead(dataset, relation, file string) bool {
 		}
 	}
 	return false
+}
+
+// SessionBound returns the session ids that every reference to
+// dataset.relation is provably limited to, or nil when some reference is
+// unbounded (or there is none).
+func (a *Analysis) SessionBound(dataset, relation string) []string {
+	var out []string
+	found := false
+	for _, r := range a.Refs {
+		if r.Dataset != dataset || r.Relation != relation {
+			continue
+		}
+		v, ok := r.Sessions.Values()
+		if !ok {
+			return nil
+		}
+		out, found = append(out, v...), true
+	}
+	if !found {
+		return nil
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // ValidationError rejects user SQL; Msg names the offending construct.

@@ -40,38 +40,38 @@ func (n *from) leaves(out []*from) []*from {
 	return n.right.leaves(n.left.leaves(out))
 }
 
-// mergesFile reports whether the join equates the `_file_` columns of its
-// two sides (USING (_file_) or NATURAL between Dataset tables).
-func (n *from) mergesFile() bool {
+// mergesCol reports whether the join equates the col columns of its two
+// sides (USING (col) or NATURAL between Dataset tables).
+func (n *from) mergesCol(col string) bool {
 	if n.refType == "NATURAL" {
 		return true
 	}
 	for _, u := range n.using {
-		if u == "_file_" {
+		if u == col {
 			return true
 		}
 	}
 	return false
 }
 
-// rep is the Dataset table whose `_file_` the subtree exposes as `_file_`,
+// rep is the Dataset table whose col column the subtree exposes unqualified,
 // or nil when that is not certain.
-func (n *from) rep() *from {
+func (n *from) rep(col string) *from {
 	if n.leaf {
 		if n.ref >= 0 && n.usable {
 			return n
 		}
 		return nil
 	}
-	if n.mergesFile() {
+	if n.mergesCol(col) {
 		switch n.joinType {
 		case "INNER":
-			if l := n.left.rep(); l != nil {
+			if l := n.left.rep(col); l != nil {
 				return l
 			}
-			return n.right.rep()
+			return n.right.rep(col)
 		case "LEFT":
-			return n.left.rep()
+			return n.left.rep(col)
 		}
 		return nil
 	}
@@ -91,13 +91,13 @@ func (n *from) rep() *from {
 }
 
 // ownPreds are the conditions an inner join adds for both of its sides.
-func (n *from) ownPreds() []pred {
+func (n *from) ownPreds(col string) []pred {
 	var out []pred
 	if n.on != nil {
 		out = append(out, pred{c: n.on})
 	}
-	if n.mergesFile() {
-		if l, r := n.left.rep(), n.right.rep(); l != nil && r != nil {
+	if n.mergesCol(col) {
+		if l, r := n.left.rep(col), n.right.rep(col); l != nil && r != nil {
 			out = append(out, pred{a: l, b: r})
 		}
 	}
@@ -109,7 +109,7 @@ func (n *from) ownPreds() []pred {
 // outer join, the right side of SEMI/ANTI/ASOF joins and both sides of a
 // POSITIONAL (or unknown) join get none, because removing rows there could
 // change which rows are null-extended, kept or matched.
-func (n *from) assign(app []pred) {
+func (n *from) assign(app []pred, col string) {
 	if n.leaf {
 		n.app = app
 		return
@@ -117,20 +117,20 @@ func (n *from) assign(app []pred) {
 	regular := n.refType == "REGULAR" || n.refType == "NATURAL"
 	switch {
 	case n.joinType == "INNER" && (regular || n.refType == "CROSS"):
-		own := append(append([]pred(nil), app...), n.ownPreds()...)
-		n.left.assign(own)
-		n.right.assign(own)
+		own := append(append([]pred(nil), app...), n.ownPreds(col)...)
+		n.left.assign(own, col)
+		n.right.assign(own, col)
 	case n.joinType == "LEFT" && (regular || n.refType == "ASOF"),
 		(n.joinType == "SEMI" || n.joinType == "ANTI") && regular,
 		n.joinType == "INNER" && n.refType == "ASOF":
-		n.left.assign(app)
-		n.right.assign(nil)
+		n.left.assign(app, col)
+		n.right.assign(nil, col)
 	case n.joinType == "RIGHT" && regular:
-		n.left.assign(nil)
-		n.right.assign(app)
+		n.left.assign(nil, col)
+		n.right.assign(app, col)
 	default:
-		n.left.assign(nil)
-		n.right.assign(nil)
+		n.left.assign(nil, col)
+		n.right.assign(nil, col)
 	}
 }
 
@@ -139,6 +139,7 @@ func (n *from) assign(app []pred) {
 // quadratic in the number of tables at worst (DuckDB's expression depth
 // limit bounds that number at about a thousand).
 type selectCtx struct {
+	col     string // the constant-per-source column being analyzed (_file_ or session_id)
 	root    *from
 	leaves  []*from
 	rootRep *from
@@ -146,8 +147,8 @@ type selectCtx struct {
 	tables  map[[2]string]*from // (Dataset, relation) → unaliased Dataset leaf
 }
 
-func newSelectCtx(root *from) *selectCtx {
-	c := &selectCtx{root: root, leaves: root.leaves(nil), rootRep: root.rep(),
+func newSelectCtx(root *from, col string) *selectCtx {
+	c := &selectCtx{col: col, root: root, leaves: root.leaves(nil), rootRep: root.rep(col),
 		names: map[string]*from{}, tables: map[[2]string]*from{}}
 	for _, l := range c.leaves {
 		if _, dup := c.names[l.name]; dup {
@@ -171,26 +172,51 @@ func newSelectCtx(root *from) *selectCtx {
 // tree and enforces the join rule. where is the SELECT's WHERE clause;
 // sampled is a USING SAMPLE on the SELECT, which runs before WHERE, so
 // pruning by WHERE would change what gets sampled.
+//
+// The same sound pass then runs for session_id, giving each reference the
+// session filter that point lookups use to read only those Storylines.
 func (a *analyzer) analyzeFrom(root *from, where any, sampled bool) error {
-	c := newSelectCtx(root)
-	var w *cond
-	if where != nil {
-		w = c.compile(where)
-	}
-	if !sampled {
+	var joinErr error
+	for _, col := range []string{colFile, colSession} {
+		c := newSelectCtx(root, col)
+		var w *cond
+		if where != nil {
+			w = c.compile(where)
+		}
 		var top []pred
-		if w != nil {
+		if !sampled && w != nil {
 			top = append(top, pred{c: w})
 		}
-		root.assign(top)
-	}
-	for _, l := range c.leaves {
-		if l.ref >= 0 {
-			a.refs[l.ref].Candidates = filterFor(l)
+		root.assign(top, col)
+		for _, l := range c.leaves {
+			if l.ref < 0 {
+				continue
+			}
+			f := FileFilter{}
+			if !sampled {
+				f = filterFor(l)
+			}
+			if col == colFile {
+				a.refs[l.ref].Candidates = f
+			} else {
+				a.refs[l.ref].Sessions = f
+			}
+		}
+		if col == colFile {
+			if joinErr = c.checkJoins(w); joinErr != nil {
+				return joinErr
+			}
 		}
 	}
-	return c.checkJoins(w)
+	return nil
 }
+
+// The columns that are constant per source (_file_) or provably selective
+// for point lookups (session_id).
+const (
+	colFile    = "_file_"
+	colSession = "session_id"
+)
 
 // resolve maps a column reference to the leaf whose `_file_` it names, or
 // nil if it is not a `_file_` column of this SELECT's FROM.
@@ -204,7 +230,7 @@ func (c *selectCtx) resolve(e any) *from {
 		s, _ := p.(string)
 		parts = append(parts, strings.ToLower(s))
 	}
-	if len(parts) == 0 || parts[len(parts)-1] != "_file_" {
+	if len(parts) == 0 || parts[len(parts)-1] != c.col {
 		return nil
 	}
 	switch len(parts) {
@@ -491,7 +517,7 @@ func (c *selectCtx) checkJoins(where *cond) error {
 	joinEdges(uf, where)
 	c.walkJoins(c.root, func(j *from) {
 		joinEdges(uf, j.on)
-		if !j.mergesFile() {
+		if !j.mergesCol(colFile) {
 			return
 		}
 		// USING (_file_) names the column on both sides; NATURAL only

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Names that mark composite roots (spec §5.1–5.2, DECISIONS §3).
@@ -81,6 +82,7 @@ func (d *discoverer) walk(dir, rel string) error {
 	if err != nil {
 		return err
 	}
+	var files []*DiscoveredSource
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
@@ -92,6 +94,10 @@ func (d *discoverer) walk(dir, rel string) error {
 		case e.Type()&os.ModeSymlink != 0:
 			// Not followed: avoids cycles, out-of-tree reads and duplicate identities.
 		case e.IsDir():
+			if err := d.flush(files); err != nil {
+				return err
+			}
+			files = files[:0]
 			if kind, ok := compositeKind(path); ok {
 				if err := d.add(storeSource(path, childRel, kind)); err != nil {
 					return err
@@ -102,19 +108,46 @@ func (d *discoverer) walk(dir, rel string) error {
 				return err
 			}
 		case e.Type().IsRegular() && isPeripheral(name):
-			fi, err := e.Info()
-			if err != nil {
-				src := &DiscoveredSource{File: childRel, Path: path, Kind: KindFile, Err: err}
-				if err := d.add(src); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := d.add(fileSource(path, childRel, fi)); err != nil {
-				return err
-			}
+			files = append(files, &DiscoveredSource{File: childRel, Path: path, Kind: KindFile})
 		}
 	}
+	return d.flush(files)
+}
+
+// statWorkers bounds concurrent lstat calls: pinning needs one per file,
+// and on large trees those syscalls, not the walk, dominate.
+const statWorkers = 16
+
+// flush pins a run of sibling files (concurrently) and adds them in order.
+func (d *discoverer) flush(files []*DiscoveredSource) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if len(d.out)+len(files) > d.opts.MaxFiles {
+		return &LimitError{Setting: "max_files", Limit: d.opts.MaxFiles, Root: d.root}
+	}
+	var wg sync.WaitGroup
+	next := make(chan *DiscoveredSource)
+	for w := 0; w < min(statWorkers, len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for src := range next {
+				fi, err := os.Lstat(src.Path)
+				if err != nil {
+					src.Err = err
+					continue
+				}
+				*src = *fileSource(src.Path, src.File, fi)
+			}
+		}()
+	}
+	for _, f := range files {
+		next <- f
+	}
+	close(next)
+	wg.Wait()
+	d.out = append(d.out, files...)
 	return nil
 }
 

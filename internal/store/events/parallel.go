@@ -1,0 +1,109 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/canonical"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// lineBatch is the number of JSONL lines decoded in parallel at a time.
+const lineBatch = 8192
+
+// parallel runs fn over [0, n) split into one contiguous chunk per CPU.
+// Per-event schema work (decoding, payload checks) is independent, so it
+// is spread over CPUs; the stream rules, which depend on order, are then
+// checked sequentially.
+func parallel(n int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/512))
+	if workers == 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+chunk, n))
+	}
+	wg.Wait()
+}
+
+// checkAll runs canonical.Check on every event and returns the error of
+// the first invalid one, by index.
+func checkAll(events []model.Event) error {
+	errs := make([]error, len(events))
+	parallel(len(events), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			errs[i] = canonical.Check(&events[i])
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("event %q: %w", events[i].EventID, err)
+		}
+	}
+	return nil
+}
+
+type rawLine struct {
+	no   int64
+	text []byte
+}
+
+// ReadFrom adds the canonical JSONL stream r, decoding each line strictly.
+// The first bad line stops it with a *format.ParseError naming src.Path and
+// the line; errors adding valid events (I/O) are returned unchanged.
+func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) error {
+	if tx.done {
+		return ErrTxDone
+	}
+	batch := make([]rawLine, 0, lineBatch)
+	err := format.EachLine(ctx, r, func(no int64, text []byte) error {
+		batch = append(batch, rawLine{no, bytes.Clone(text)})
+		if len(batch) < lineBatch {
+			return nil
+		}
+		err := tx.addLines(ctx, src, batch)
+		batch = batch[:0]
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tx.addLines(ctx, src, batch)
+}
+
+// addLines decodes a batch of lines in parallel, then checks and adds the
+// events in line order.
+func (tx *Tx) addLines(ctx context.Context, src format.Source, lines []rawLine) error {
+	evs := make([]model.Event, len(lines))
+	errs := make([]error, len(lines))
+	parallel(len(lines), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			evs[i], errs[i] = canonical.DecodeEvent(lines[i].text)
+		}
+	})
+	for i := range evs {
+		err := errs[i]
+		if err == nil {
+			err = tx.v.Check(&evs[i])
+		}
+		if err != nil {
+			return &format.ParseError{Path: src.Path, Line: lines[i].no, Err: err}
+		}
+		if err := tx.flushFull(ctx, evs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

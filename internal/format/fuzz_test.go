@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -47,4 +48,55 @@ func FuzzValues(f *testing.F) {
 		StripInlineData(raw)
 		_ = EachLine(context.Background(), strings.NewReader(string(raw)), func(int64, []byte) error { return nil })
 	})
+}
+
+// FuzzSplit checks the structural splitter against the codec: on valid
+// JSON, SplitObject and SplitArray see exactly the members and elements
+// that a full decode sees, and FastString decodes strings identically.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
+		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var wantObj map[string]json.RawMessage
+		if json.Unmarshal(data, &wantObj) == nil && wantObj != nil {
+			got := SplitObject(data)
+			if len(got) != len(wantObj) {
+				t.Fatalf("split %d members, codec %d", len(got), len(wantObj))
+			}
+			for k, v := range wantObj {
+				if !bytes.Equal(compactJSON(t, got[k]), compactJSON(t, v)) {
+					t.Fatalf("member %q: split %s, codec %s", k, got[k], v)
+				}
+			}
+		}
+		var wantArr []json.RawMessage
+		if json.Unmarshal(data, &wantArr) == nil && wantArr != nil {
+			got, ok := SplitArray(data)
+			if !ok || len(got) != len(wantArr) {
+				t.Fatalf("split %d elements, codec %d", len(got), len(wantArr))
+			}
+			for i := range got {
+				if !bytes.Equal(compactJSON(t, got[i]), compactJSON(t, wantArr[i])) {
+					t.Fatalf("element %d: split %s, codec %s", i, got[i], wantArr[i])
+				}
+			}
+		}
+		var s string
+		if json.Unmarshal(data, &s) == nil && FastString(bytes.TrimSpace(data)) != s {
+			t.Fatalf("FastString(%s) = %q, codec %q", data, FastString(data), s)
+		}
+	})
+}
+
+func compactJSON(t *testing.T, raw []byte) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("compact %s: %v", raw, err)
+	}
+	return b.Bytes()
 }

@@ -1,5 +1,5 @@
 // Package canonical implements pchronicle's own canonical event wire schema
-// (one JSON object per line, docs/formats.md (canonical section)): strict decoding and
+// (one JSON object per line; docs/formats.md, canonical section): strict decoding and
 // encoding of single events, the stream rules that span lines (Validator),
 // the deterministic canonical → Storyline normalization shared with the
 // events store projections, and the format adapter for canonical JSONL files.
@@ -13,10 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
+	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -136,43 +136,41 @@ func DecodeEvent(line []byte) (model.Event, error) {
 }
 
 // splitObject reads line as exactly one JSON object and returns its members,
-// rejecting unknown and duplicate fields.
+// rejecting unknown and duplicate fields. Valid lines take the fast path
+// (one validation, then a zero-copy split); only invalid ones go through
+// encoding/json, to word the error.
 func splitObject(line []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not a JSON object")
+	if !jsonx.Valid(line) {
+		return nil, invalidJSON(line)
 	}
 	fields := make(map[string]json.RawMessage, 13)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
+	var ferr error
+	isObject := format.EachMember(line, func(name string, val []byte) {
+		switch {
+		case ferr != nil:
+		case !wireField(name):
+			ferr = fieldErr(name, "unknown field")
+		default:
+			if _, dup := fields[name]; dup {
+				ferr = fieldErr(name, "duplicate field")
+			}
+			fields[name] = val
 		}
-		name, _ := tok.(string)
-		if !wireField(name) {
-			return nil, fieldErr(name, "unknown field")
-		}
-		if _, dup := fields[name]; dup {
-			return nil, fieldErr(name, "duplicate field")
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fieldErr(name, "invalid JSON: %w", err)
-		}
-		fields[name] = raw
+	})
+	if !isObject {
+		return nil, errors.New("not a JSON object")
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+	return fields, ferr
+}
+
+// invalidJSON explains why line is not one valid JSON value.
+func invalidJSON(line []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON object")
-	}
-	return fields, nil
+	return errors.New("unexpected data after the JSON object")
 }
 
 type stringField struct {

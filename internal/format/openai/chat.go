@@ -53,7 +53,7 @@ var chatKnown = []string{
 // chatMessage maps one Chat Completions message (found at `at` in the
 // file) to step stepID, its tool calls, and a link to the call it answers.
 func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessage) {
-	role := str(m["role"])
+	role := format.FastString(m["role"])
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -114,7 +114,7 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		return str(raw), format.KindText, true
+		return format.FastString(raw), format.KindText, true
 	}
 	if len(raw) > 0 && (raw[0] == '[' || raw[0] == '{') {
 		var buf bytes.Buffer
@@ -130,7 +130,7 @@ func stringValue(raw jsonx.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	return str(raw), true
+	return format.FastString(raw), true
 }
 
 // isRefusalParts reports whether assistant content parts are all refusals.
@@ -296,7 +296,7 @@ func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMes
 }
 
 func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
-	id := str(c["id"])
+	id := format.FastString(c["id"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
 	known := []string{"id", "function"}
 	var fn map[string]jsonx.RawMessage
@@ -336,7 +336,7 @@ func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string
 
 // chatResult links a tool/function message to the call it answers.
 func (b *builder) chatResult(stepID string, at loc, role string, m map[string]jsonx.RawMessage, result *string) {
-	key, link := str(m["tool_call_id"]), model.LinkByID
+	key, link := format.FastString(m["tool_call_id"]), model.LinkByID
 	if key == "" {
 		if ids := m["tool_call_ids"]; !format.IsNull(ids) { // SWE-agent
 			var list []string

@@ -84,7 +84,7 @@ func decodeObject(raw []byte) (map[string]jsonx.RawMessage, error) {
 		err := jsonx.Unmarshal(raw, &v) // for the position and reason
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	m := splitObject(raw)
+	m := format.SplitObject(raw)
 	if m == nil {
 		return nil, fmt.Errorf("not a JSON object")
 	}
@@ -103,13 +103,13 @@ func decodeMessages(raw jsonx.RawMessage) ([]map[string]jsonx.RawMessage, error)
 	if format.IsNull(raw) {
 		return nil, nil
 	}
-	elems, ok := splitArray(raw)
+	elems, ok := format.SplitArray(raw)
 	if !ok {
 		return nil, errors.New("not an array")
 	}
 	msgs := make([]map[string]jsonx.RawMessage, len(elems))
 	for i, e := range elems {
-		msgs[i] = splitObject(e)
+		msgs[i] = format.SplitObject(e)
 	}
 	return msgs, nil
 }

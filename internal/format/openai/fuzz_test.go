@@ -3,14 +3,12 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -104,54 +102,3 @@ func FuzzDetect(f *testing.F) {
 	})
 }
 
-// FuzzSplit checks the structural splitter against the codec: on valid
-// JSON, splitObject and splitArray must see exactly the members and
-// elements that a full decode sees.
-func FuzzSplit(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		f.Add(s)
-	}
-	f.Add([]byte(`{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`))
-	f.Add([]byte(` [ "\\\"", {} , [ ] ,-1e5,true ] `))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !jsonx.Valid(data) {
-			return
-		}
-		var wantObj map[string]jsonx.RawMessage
-		if json.Unmarshal(data, &wantObj) == nil && wantObj != nil {
-			got := splitObject(data)
-			if len(got) != len(wantObj) {
-				t.Fatalf("split %d members, codec %d", len(got), len(wantObj))
-			}
-			for k, v := range wantObj {
-				if !bytes.Equal(compactJSON(t, got[k]), compactJSON(t, v)) {
-					t.Fatalf("member %q: split %s, codec %s", k, got[k], v)
-				}
-			}
-		}
-		var wantArr []jsonx.RawMessage
-		if json.Unmarshal(data, &wantArr) == nil && wantArr != nil {
-			got, ok := splitArray(data)
-			if !ok || len(got) != len(wantArr) {
-				t.Fatalf("split %d elements, codec %d", len(got), len(wantArr))
-			}
-			for i := range got {
-				if !bytes.Equal(compactJSON(t, got[i]), compactJSON(t, wantArr[i])) {
-					t.Fatalf("element %d: split %s, codec %s", i, got[i], wantArr[i])
-				}
-			}
-		}
-		var s string
-		if json.Unmarshal(data, &s) == nil && str(bytes.TrimSpace(data)) != s {
-			t.Fatalf("str(%s) = %q, codec %q", data, str(data), s)
-		}
-	})
-}
-
-func compactJSON(t *testing.T, raw []byte) []byte {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		t.Fatalf("not JSON: %q", raw)
-	}
-	return b.Bytes()
-}

@@ -1,47 +1,56 @@
-package openai
+package format
 
 import (
 	"bytes"
 	"unicode/utf8"
 
-	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
-// Hot-path decoding. Unmarshalling a record, then its messages, then each
-// content string validates the same bytes again at every level, which
-// dominated chat-jsonl profiles. Records are therefore validated once
-// (jsonx.Valid) and then split structurally: the members and elements
-// returned alias the record's bytes, so they must not outlive it (every
-// column value is copied into a string before the record is released).
+// Hot-path decoding. Unmarshalling a record, then its members, then each
+// string validates the same bytes again at every level, which dominated
+// adapter profiles. Records are therefore validated once (jsonx.Valid) and
+// then split structurally by these functions: the members and elements they
+// return alias the record's bytes, so they must not outlive it. They assume
+// valid JSON input.
 
-// splitObject returns the members of the valid JSON value raw, or nil when
-// it is not an object.
-func splitObject(raw []byte) map[string]jsonx.RawMessage {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+// SplitObject returns the members of the valid JSON value raw, or nil when
+// it is not an object. A repeated key keeps its last value, as decoders do.
+func SplitObject(raw []byte) map[string]jsonx.RawMessage {
+	m := make(map[string]jsonx.RawMessage, 8)
+	if !EachMember(raw, func(key string, val []byte) { m[key] = val }) {
 		return nil
 	}
-	m := make(map[string]jsonx.RawMessage, 8)
+	return m
+}
+
+// EachMember calls fn for every member of the valid JSON value raw, in
+// document order (duplicates included, for strict readers), and reports
+// whether raw is an object.
+func EachMember(raw []byte, fn func(key string, val []byte)) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		end := skipValue(raw, i)
-		key := str(raw[i:end])
+		key := FastString(raw[i:end])
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // ':'
 		end = skipValue(raw, i)
-		m[key] = raw[i:end]
+		fn(key, raw[i:end])
 		i = skipSpace(raw, end)
 		if i < len(raw) && raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
 	}
-	return m
+	return true
 }
 
-// splitArray returns the elements of the valid JSON value raw, and false
+// SplitArray returns the elements of the valid JSON value raw, and false
 // when it is not an array.
-func splitArray(raw []byte) ([][]byte, bool) {
+func SplitArray(raw []byte) ([][]byte, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return nil, false
@@ -123,15 +132,15 @@ func skipString(b []byte, i int) int {
 	}
 }
 
-// str decodes a JSON string without the codec when it has no escapes (the
-// common case for roles, ids and most content); other values go through
-// format.String.
-func str(raw []byte) string {
+// FastString decodes a JSON string without the codec when it has no escapes
+// (the common case for roles, ids and most content); other values go
+// through String.
+func FastString(raw []byte) string {
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
 		body := raw[1 : n-1]
 		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 			return string(body)
 		}
 	}
-	return format.String(raw)
+	return String(raw)
 }

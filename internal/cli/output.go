@@ -160,7 +160,8 @@ func tableCell(v any) string {
 }
 
 func plain(v any) string {
-	switch t := deref(v).(type) {
+	v = deref(v)
+	switch t := v.(type) {
 	case nil:
 		return ""
 	case time.Time:

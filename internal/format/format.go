@@ -7,6 +7,7 @@ package format
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,4 +94,28 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // Errorf builds a ParseError for src.
 func Errorf(src Source, line int64, pointer, format string, args ...any) *ParseError {
 	return &ParseError{Path: src.Path, Line: line, Pointer: pointer, Err: fmt.Errorf(format, args...)}
+}
+
+// DocumentError locates a JSON syntax error in a whole document: the
+// 1-based line and the column of the offending byte, so a user can open the
+// file at the place. err is the decoder's error, kept as the cause.
+func DocumentError(src Source, data []byte, prefix string, err error) *ParseError {
+	var v json.RawMessage
+	off := int64(len(data))
+	var se *json.SyntaxError
+	if serr := json.Unmarshal(data, &v); errors.As(serr, &se) {
+		off = se.Offset
+	}
+	line, col := int64(1), int64(1)
+	for _, b := range data[:min(off, int64(len(data)))] {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	if off >= int64(len(data)) {
+		return &ParseError{Path: src.Path, Line: line, Err: fmt.Errorf("%s: invalid JSON: the document ends early (column %d; truncated file?): %w", prefix, col, err)}
+	}
+	return &ParseError{Path: src.Path, Line: line, Err: fmt.Errorf("%s: invalid JSON at column %d: %w", prefix, col, err)}
 }

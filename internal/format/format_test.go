@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,21 @@ func TestArgumentsText(t *testing.T) {
 		text, valid := ArgumentsText(json.RawMessage(tt.in))
 		if text == nil || *text != tt.text || valid != tt.valid {
 			t.Errorf("ArgumentsText(%s) = %v, %v", tt.in, text, valid)
+		}
+	}
+}
+
+func TestDocumentErrorLocatesTheProblem(t *testing.T) {
+	src := Source{Path: "t.json"}
+	for _, tt := range []struct {
+		doc, want string
+	}{
+		{"{\"a\": 1,\n\"b\": [1, 2,,]}", "t.json:2: x: invalid JSON at column 12"},
+		{"{\"a\": 1,\n\"b\": [1, 2", "t.json:2: x: invalid JSON: the document ends early"},
+	} {
+		err := DocumentError(src, []byte(tt.doc), "x", errors.New("cause"))
+		if !strings.HasPrefix(err.Error(), tt.want) || !strings.Contains(err.Error(), "cause") {
+			t.Errorf("%q: %v", tt.doc, err)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func normalizeDocument(ctx context.Context, r io.Reader, src format.Source, emit
 	}
 	var m object
 	if err := jsonx.Unmarshal(data, &m); err != nil {
-		return format.Errorf(src, 0, "", "atif: %w", err)
+		return format.DocumentError(src, data, "atif", err)
 	}
 	if m == nil {
 		return format.Errorf(src, 0, "", "atif: document is not a JSON object")

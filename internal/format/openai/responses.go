@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -219,7 +220,7 @@ func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emi
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '[':
 		if !jsonx.Valid(trimmed) {
-			return format.Errorf(src, 0, "", "read items: invalid JSON")
+			return format.DocumentError(src, trimmed, "openai: read items", errors.New("invalid JSON"))
 		}
 		items, _ := decodeMessages(trimmed)
 		b.items(items, loc{}, nil)

@@ -25,6 +25,9 @@ func readDocument(r io.Reader, src format.Source) (map[string]jsonx.RawMessage, 
 	}
 	top, err := decodeObject(data)
 	if err != nil {
+		if !jsonx.Valid(data) {
+			return nil, format.DocumentError(src, data, "openai", err)
+		}
 		return nil, format.Errorf(src, 0, "", "%w", err)
 	}
 	return top, nil

@@ -392,10 +392,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad.jsonl", layoutChatJSONL, `{"messages":[]}` + "\n" + `{"messages":[` + "\n", 2, ""},
 		{"bad.jsonl", layoutChatJSONL, `{"messages":[]}` + "\n" + `[1]` + "\n", 2, ""},
 		{"bad.json", layoutChatArray, `[{"messages":[]},{"messages":`, 0, "/1"},
-		{"bad.json", layoutWrapped, `{"messages":[`, 0, ""},
+		{"bad.json", layoutWrapped, `{"messages":[`, 1, ""},
 		{"bad.jsonl", layoutRequestLog, "{\"custom_id\":1}\n{", 2, ""},
-		{"bad.json", layoutResponses, `[{"type":"message"`, 0, ""},
-		{"bad.json", layoutCodex, `{"session":`, 0, ""},
+		{"bad.json", layoutResponses, `[{"type":"message"`, 1, ""},
+		{"bad.json", layoutCodex, `{"session":`, 1, ""},
 	}
 	for _, tt := range tests {
 		var emitted int

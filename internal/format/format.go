@@ -100,6 +100,9 @@ func Errorf(src Source, line int64, pointer, format string, args ...any) *ParseE
 // 1-based line and the column of the offending byte, so a user can open the
 // file at the place. err is the decoder's error, kept as the cause.
 func DocumentError(src Source, data []byte, prefix string, err error) *ParseError {
+	if json.Valid(data) { // well-formed but of the wrong shape: nothing to locate
+		return &ParseError{Path: src.Path, Err: fmt.Errorf("%s: %w", prefix, err)}
+	}
 	var v json.RawMessage
 	off := int64(len(data))
 	var se *json.SyntaxError

@@ -240,7 +240,7 @@ func TestNormalizeErrors(t *testing.T) {
 		name, layout, data string
 		line               int64
 	}{
-		{"invalid json document", LayoutJSON, `{"steps":[`, 0},
+		{"invalid json document", LayoutJSON, `{"steps":[`, 1},
 		{"document is null", LayoutJSON, `null`, 0},
 		{"document is an array", LayoutJSON, `[]`, 0},
 		{"bad line in the middle", LayoutJSONL, "{\"__header__\":true}\n{oops\n{\"step_id\":1}\n", 2},

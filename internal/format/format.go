@@ -106,8 +106,8 @@ func DocumentError(src Source, data []byte, prefix string, err error) *ParseErro
 	var v json.RawMessage
 	off := int64(len(data))
 	var se *json.SyntaxError
-	if serr := json.Unmarshal(data, &v); errors.As(serr, &se) {
-		off = se.Offset
+	if serr := json.Unmarshal(data, &v); errors.As(serr, &se) && se.Offset > 0 && se.Offset < off {
+		off = se.Offset - 1 // Offset counts the offending byte
 	}
 	line, col := int64(1), int64(1)
 	for _, b := range data[:min(off, int64(len(data)))] {

@@ -5,5 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+# Real S3 (versitygw), Azure (Azurite) and GCS (fake-gcs-server) servers for
+# the object-store conformance suite, pinned, under .tools/.
+bash scripts/install-test-servers.sh
 go vet ./...
 go test -count=1 -timeout 45m "$@" ./...

@@ -1,0 +1,60 @@
+package objstore
+
+import (
+	"errors"
+
+	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"google.golang.org/api/googleapi"
+	"strings"
+	"time"
+)
+
+// httpStatus digs the HTTP status out of an SDK error (AWS, Azure and
+// GCS response errors); 0 when there is none.
+func httpStatus(err error) int {
+	var aws interface{ HTTPStatusCode() int }
+	var az *azcore.ResponseError
+	var gcs *googleapi.Error
+	switch {
+	case errors.As(err, &aws):
+		return aws.HTTPStatusCode()
+	case errors.As(err, &az):
+		return az.StatusCode
+	case errors.As(err, &gcs):
+		return gcs.Code
+	}
+	return 0
+}
+
+// remoteMismatch compares what a pinned read's response says it is against
+// the pin. Servers that ignore a precondition (fake-gcs, gofakes3) are
+// caught here, before a byte is handed out.
+func remoteMismatch(pin, seen ObjectInfo) string {
+	switch {
+	case pin.VersionID != "" && seen.VersionID != "" && seen.VersionID != pin.VersionID:
+		return "version is " + seen.VersionID
+	case pin.Generation != 0 && seen.Generation != pin.Generation:
+		return fmt.Sprintf("generation is %d", seen.Generation)
+	case pin.ETag != "" && seen.ETag != "" && !etagEqual(pin.ETag, seen.ETag):
+		return "ETag is " + seen.ETag
+	case seen.Size != pin.Size:
+		return fmt.Sprintf("size is %d", seen.Size)
+	case pin.RevisionKind() == KindKeySizeMtime && !sameSecond(pin.ModTime, seen.ModTime):
+		return "mtime is " + seen.ModTime.UTC().Format(time.RFC3339)
+	}
+	return ""
+}
+
+// etagEqual compares ETags as opaque values, ignoring quoting and the weak
+// marker, which servers apply inconsistently between listings and reads.
+func etagEqual(a, b string) bool {
+	norm := func(s string) string { return strings.Trim(strings.TrimPrefix(s, "W/"), `"`) }
+	return norm(a) == norm(b)
+}
+
+// sameSecond compares modification times at HTTP-date precision: listings
+// carry milliseconds, Last-Modified headers only seconds.
+func sameSecond(a, b time.Time) bool {
+	return a.Truncate(time.Second).Equal(b.Truncate(time.Second))
+}

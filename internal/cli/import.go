@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/ingest"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
+)
+
+// Import modes.
+const (
+	importReplace = "replace"
+	importAppend  = "append"
+)
+
+type importOptions struct {
+	to        string
+	mode      string
+	errors    string
+	detection int64
+	jobs      int
+}
+
+func init() {
+	register(func(e *env) *cobra.Command {
+		o := &importOptions{}
+		cmd := &cobra.Command{
+			Use:   "import SRC... --to DEST",
+			Short: "Normalize trajectory files into a new generation of a Storyline store",
+			Long: `Normalize every supported file under each SRC (a file, or a directory walked in
+path order without following symbolic links) and publish the rows as one new
+immutable generation of the Storyline store at DEST, creating the store if
+needed. Readers of DEST see the previous generation until the new one is
+complete.
+
+_file_ of every row is the input's path relative to its SRC, with '/'
+separators; a SRC that is a file gives its base name. With several SRCs, each
+path is prefixed by its SRC's base name (runs/a.json, more/b.json); two inputs
+that would get the same _file_ are an error.
+
+--mode replace (default): the new generation holds exactly the given inputs.
+--mode append: it holds the current generation's rows plus the given inputs,
+whose rows replace any earlier rows with the same _file_.
+The same inputs always give the same rows.
+
+--errors strict (default): the first unreadable or unrecognized file stops the
+import and nothing is published. --errors report: each bad file is listed on
+stderr with its reason, contributes no rows, and the rest is imported.`,
+			Example: `  pchronicle import ./trajectories --to ./store
+  pchronicle import a.jsonl b/ --to ./store --mode append --errors report`,
+			Args: cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runImport(cmd.Context(), e, o, args)
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&o.to, "to", "", "destination Storyline store directory (required)")
+		f.StringVar(&o.mode, "mode", importReplace, "replace (exactly the given inputs) or append (current rows plus the inputs)")
+		f.StringVar(&o.errors, "errors", errorsStrict, "error policy: strict (stop, publish nothing) or report (list bad files, import the rest)")
+		f.Int64Var(&o.detection, "max-detection-bytes", format.DefaultMaxDetectionBytes, "bytes read from each file to detect its format")
+		f.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "files normalized in parallel")
+		cmd.MarkFlagRequired("to")
+		return cmd
+	})
+}
+
+// importInput is one file to import.
+type importInput struct {
+	path string
+	file string // _file_
+	size int64
+}
+
+// importResult is what normalizing one input produced.
+type importResult struct {
+	src storyline.SourceInfo
+	err error
+}
+
+func runImport(ctx context.Context, e *env, o *importOptions, args []string) error {
+	if o.mode != importReplace && o.mode != importAppend {
+		return fmt.Errorf("unknown --mode %q (want replace or append)", o.mode)
+	}
+	if err := validErrors(o.errors); err != nil {
+		return err
+	}
+	var failures []error
+	inputs, err := importInputs(args, func(err error) error {
+		if o.errors == errorsStrict {
+			return err
+		}
+		failures = append(failures, err)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	st, err := storyline.Prepare(o.to)
+	if err != nil {
+		return err
+	}
+	existed := storyline.IsStore(st.Dir())
+	w, err := st.NewGeneration()
+	if err != nil {
+		return err
+	}
+	g, results, err := buildGeneration(ctx, e, o, st, w, inputs)
+	if err != nil {
+		w.Abort()
+		if !existed && !storyline.IsStore(st.Dir()) {
+			os.RemoveAll(st.Dir()) // nothing published: leave no empty store behind
+		}
+		return err
+	}
+	imported := 0
+	for _, r := range results {
+		if r.err != nil {
+			failures = append(failures, r.err)
+		} else {
+			imported++
+		}
+	}
+	m := g.Manifest
+	fmt.Fprintf(e.stdout, "imported %d file(s) into %s %s: %d runs, %d steps, %d tool_calls\n",
+		imported, st.Dir(), g.Name(),
+		m.Tables[model.RelRuns].Rows, m.Tables[model.RelSteps].Rows, m.Tables[model.RelToolCalls].Rows)
+	for _, err := range failures {
+		fmt.Fprintln(e.stderr, "error:", err)
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(e.stderr, "%d input(s) could not be imported\n", len(failures))
+	}
+	return nil
+}
+
+// importInputs lists the files of every SRC with their _file_ values.
+// fail decides whether a SRC that cannot be listed stops the import.
+func importInputs(args []string, fail func(error) error) ([]importInput, error) {
+	var inputs []importInput
+	owner := map[string]string{}
+	for _, arg := range args {
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return nil, err
+		}
+		files, err := ingest.Files(arg)
+		if err != nil {
+			if err := fail(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		base := filepath.Base(abs)
+		for _, f := range files {
+			file := f.Rel
+			switch {
+			case f.Rel == ".":
+				file = base
+			case len(args) > 1:
+				file = base + "/" + f.Rel
+			}
+			if prev, dup := owner[file]; dup {
+				return nil, fmt.Errorf("%s and %s would both be imported as _file_ %q; import them separately or rename one", prev, f.Path, file)
+			}
+			owner[file] = f.Path
+			inputs = append(inputs, importInput{path: f.Path, file: file, size: f.Size})
+		}
+	}
+	return inputs, nil
+}
+
+// buildGeneration normalizes the inputs in parallel into w and commits it.
+// In strict mode the first failure cancels the rest and is returned; in
+// report mode a failed input's rows are discarded and its error kept in
+// its result.
+func buildGeneration(ctx context.Context, e *env, o *importOptions, st *storyline.Store, w *storyline.Writer,
+	inputs []importInput) (*storyline.Generation, []importResult, error) {
+	var prev *storyline.Generation
+	if o.mode == importAppend && storyline.IsStore(st.Dir()) {
+		var err error
+		if prev, err = st.Pin(); err != nil {
+			return nil, nil, err
+		}
+	}
+	bar := newProgress(e.stderr, inputs)
+	results := make([]importResult, len(inputs))
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(max(1, o.jobs))
+	opts := ingest.Options{MaxDetectionBytes: o.detection}
+	for i, in := range inputs {
+		eg.Go(func() error {
+			results[i] = importOne(gctx, w, in, opts)
+			bar.add(in.size)
+			if results[i].err != nil && o.errors == errorsStrict {
+				return results[i].err
+			}
+			return nil
+		})
+	}
+	err := eg.Wait()
+	bar.finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	imported := map[string]bool{}
+	for _, r := range results {
+		if r.err == nil {
+			imported[r.src.File] = true
+			w.AddSource(r.src)
+		}
+	}
+	if prev != nil {
+		if err := carryOver(ctx, w, prev, imported); err != nil {
+			return nil, nil, err
+		}
+	}
+	g, err := w.Commit(ctx, nil)
+	return g, results, err
+}
+
+// importOne normalizes one input into w; on failure its rows are discarded.
+func importOne(ctx context.Context, w *storyline.Writer, in importInput, opts ingest.Options) importResult {
+	var n int64
+	det, err := ingest.NormalizeFile(ctx, in.path, in.file, opts, func(sl *model.Storyline) error {
+		n++
+		return w.Add(sl)
+	})
+	if err != nil {
+		w.Discard(in.file)
+		return importResult{err: err}
+	}
+	return importResult{src: storyline.SourceInfo{File: in.file, Format: det.Format, Layout: det.Layout, Bytes: in.size, Storylines: n}}
+}
+
+// carryOver copies the previous generation's rows and sources for every
+// _file_ this import did not replace (append mode).
+func carryOver(ctx context.Context, w *storyline.Writer, prev *storyline.Generation, imported map[string]bool) error {
+	for _, src := range prev.Manifest.Sources {
+		if !imported[src.File] {
+			w.AddSource(src)
+		}
+	}
+	return w.CopyFrom(ctx, prev, func(file, _ string) bool { return !imported[file] })
+}
+
+// progress shows a byte-based progress bar when stderr is a terminal and
+// does nothing otherwise, so logs and pipes stay clean.
+type progress struct {
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer, inputs []importInput) *progress {
+	f, ok := w.(*os.File)
+	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return &progress{}
+	}
+	var total int64
+	for _, in := range inputs {
+		total += in.size
+	}
+	return &progress{bar: progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("importing"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+func (p *progress) add(n int64) {
+	if p.bar == nil {
+		return
+	}
+	p.mu.Lock()
+	p.bar.Add64(n)
+	p.mu.Unlock()
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}

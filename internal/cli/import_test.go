@@ -1,0 +1,261 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/ingest"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// pc runs the real binary and returns stdout, stderr and the exit code.
+func pc(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(testutil.Binary(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+type relCounts map[string]int64
+
+// directCounts normalizes the files under root in-process.
+func directCounts(t *testing.T, root string) relCounts {
+	t.Helper()
+	files, err := ingest.Files(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := relCounts{}
+	for _, f := range files {
+		_, err := ingest.NormalizeFile(context.Background(), f.Path, f.Rel, ingest.Options{}, func(sl *model.Storyline) error {
+			c[model.RelRuns]++
+			c[model.RelSteps] += int64(len(sl.Steps))
+			c[model.RelToolCalls] += int64(len(sl.ToolCalls))
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", f.Rel, err)
+		}
+	}
+	return c
+}
+
+// storeCounts pins the store and counts rows with DuckDB SQL.
+func storeCounts(t *testing.T, dir string) (relCounts, *storyline.Generation) {
+	t.Helper()
+	st, err := storyline.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := relCounts{}
+	for _, rel := range storyline.Tables {
+		var n int64
+		if err := db.QueryRow("SELECT count(*) FROM read_parquet(?)", g.Path(rel)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		c[rel] = n
+	}
+	return c, g
+}
+
+func TestImportSamplesEndToEnd(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	want := directCounts(t, samples)
+	dest := filepath.Join(t.TempDir(), "store")
+	out, stderr, code := pc(t, "import", samples, "--to", dest)
+	if code != 0 {
+		t.Fatalf("import exit %d: %s", code, stderr)
+	}
+	got, g := storeCounts(t, dest)
+	if !maps.Equal(got, want) {
+		t.Fatalf("DuckDB counts %v, direct normalization %v", got, want)
+	}
+	if !strings.Contains(out, "gen-000000") || g.Number != 0 {
+		t.Fatalf("first import should publish generation 0: %q", out)
+	}
+	files, _ := ingest.Files(samples)
+	if len(g.Manifest.Sources) != len(files) {
+		t.Fatalf("%d sources recorded, %d files", len(g.Manifest.Sources), len(files))
+	}
+
+	// Idempotent: a second import of the same inputs gives identical files.
+	dest2 := filepath.Join(t.TempDir(), "store")
+	if _, stderr, code := pc(t, "import", samples, "--to", dest2); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, g2 := storeCounts(t, dest2)
+	for _, rel := range storyline.Tables {
+		a, _ := os.ReadFile(g.Path(rel))
+		b, _ := os.ReadFile(g2.Path(rel))
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two imports of the same inputs", rel)
+		}
+	}
+
+	show, _, code := pc(t, "store", "show", dest, "--format", "csv")
+	if code != 0 || !strings.Contains(show, "0,") || strings.Count(show, "\n") != 4 {
+		t.Fatalf("store show: %q", show)
+	}
+}
+
+func TestImportProvenanceAndModes(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	a := filepath.Join(samples, "atif", "harbor-golden")
+	b := filepath.Join(samples, "openai", "openai-cookbook_toy_chat_fine_tuning.jsonl")
+	dest := filepath.Join(t.TempDir(), "store")
+	if _, stderr, code := pc(t, "import", a, b, "--to", dest); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, g := storeCounts(t, dest)
+	var names []string
+	for _, s := range g.Manifest.Sources {
+		names = append(names, s.File)
+	}
+	wantNames := "harbor-golden/misc/openhands_hello-world.trajectory.json,harbor-golden/terminus_2_context-summarization/trajectory.json," +
+		"harbor-golden/terminus_2_context-summarization/trajectory.summarization-1-summary.json,harbor-golden/terminus_2_linear-history/trajectory.cont-1.json," +
+		"harbor-golden/terminus_2_linear-history/trajectory.json,openai-cookbook_toy_chat_fine_tuning.jsonl"
+	if got := strings.Join(names, ","); got != wantNames {
+		t.Fatalf("_file_ values\n%s\nwant\n%s", got, wantNames)
+	}
+	both, _ := storeCounts(t, dest)
+
+	// replace (default): exactly the new inputs.
+	if _, stderr, code := pc(t, "import", b, "--to", dest); code != 0 {
+		t.Fatal(stderr)
+	}
+	onlyB, g := storeCounts(t, dest)
+	if g.Number != 1 || len(g.Manifest.Sources) != 1 || g.Manifest.Sources[0].File != "openai-cookbook_toy_chat_fine_tuning.jsonl" {
+		t.Fatalf("replace: generation %d sources %+v", g.Number, g.Manifest.Sources)
+	}
+	// append: the harbor files come back; b's rows are replaced, not doubled.
+	if _, stderr, code := pc(t, "import", a, b, "--to", dest, "--mode", "append"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if got, _ := storeCounts(t, dest); !maps.Equal(got, both) {
+		t.Fatalf("append: %v, want %v", got, both)
+	}
+	if _, stderr, code := pc(t, "import", b, "--to", dest, "--mode", "append"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if got, g := storeCounts(t, dest); !maps.Equal(got, both) || len(g.Manifest.Sources) != 1+5 {
+		t.Fatalf("re-append of a single SRC (_file_ = base name, already present): %v sources %d; only-b %v",
+			got, len(g.Manifest.Sources), onlyB)
+	}
+}
+
+func TestImportErrors(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	good := filepath.Join(samples, "atif", "harbor-golden", "misc", "openhands_hello-world.trajectory.json")
+	in := t.TempDir()
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, filepath.Join(in, "a-good.json"), string(data))
+	writeInput(t, filepath.Join(in, "b-truncated.json"), string(data[:len(data)/2]))
+	writeInput(t, filepath.Join(in, "c-unknown.json"), `{"hello": "world"}`)
+
+	// strict: fails, nothing published, no store left behind.
+	dest := filepath.Join(t.TempDir(), "store")
+	_, stderr, code := pc(t, "import", in, "--to", dest)
+	if code == 0 || !strings.Contains(stderr, "b-truncated.json") {
+		t.Fatalf("strict: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Fatalf("strict failure left %s behind (%v)", dest, err)
+	}
+
+	// report: both bad files listed, the good one imported.
+	out, stderr, code := pc(t, "import", in, "--to", dest, "--errors", "report")
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"b-truncated.json", "c-unknown.json: unrecognized format", "2 input(s) could not be imported"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("report stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	got, g := storeCounts(t, dest)
+	want := directCounts(t, good)
+	if !maps.Equal(got, want) || len(g.Manifest.Sources) != 1 || !strings.Contains(out, "imported 1 file(s)") {
+		t.Fatalf("report: counts %v want %v, sources %+v, out %q", got, want, g.Manifest.Sources, out)
+	}
+
+	// strict failure on an existing store publishes nothing.
+	if _, _, code := pc(t, "import", in, "--to", dest); code == 0 {
+		t.Fatal("strict import of bad inputs succeeded")
+	}
+	if _, g2 := storeCounts(t, dest); g2.Number != g.Number {
+		t.Fatalf("strict failure published generation %d", g2.Number)
+	}
+
+	// Two SRCs that map to the same _file_.
+	other := filepath.Join(t.TempDir(), filepath.Base(in))
+	writeInput(t, filepath.Join(other, "a-good.json"), string(data))
+	if _, stderr, code := pc(t, "import", in, other, "--to", dest); code == 0 || !strings.Contains(stderr, "would both be imported as _file_") {
+		t.Fatalf("duplicate _file_: exit %d %q", code, stderr)
+	}
+}
+
+func TestStoreGCCommand(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	b := filepath.Join(samples, "openai", "openai-cookbook_toy_chat_fine_tuning.jsonl")
+	dest := filepath.Join(t.TempDir(), "store")
+	for range 3 {
+		if _, stderr, code := pc(t, "import", b, "--to", dest); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	out, _, code := pc(t, "store", "gc", dest)
+	if code != 0 || out != "" {
+		t.Fatalf("gc with default retention removed %q (exit %d)", out, code)
+	}
+	out, _, code = pc(t, "store", "gc", dest, "--retention", "0s")
+	if code != 0 || out != "removed gen-000000\nremoved gen-000001\n" {
+		t.Fatalf("gc --retention 0s: %q (exit %d)", out, code)
+	}
+	if got, g := storeCounts(t, dest); g.Number != 2 || got[model.RelRuns] == 0 {
+		t.Fatalf("current after gc: %d %v", g.Number, got)
+	}
+	if _, stderr, code := pc(t, "store", "show", t.TempDir()); code == 0 || !strings.Contains(stderr, "not a storyline store") {
+		t.Fatalf("show on a non-store: %d %q", code, stderr)
+	}
+}
+
+func writeInput(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

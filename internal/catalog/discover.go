@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,8 +53,10 @@ func Discover(ctx context.Context, root string, opts Options) ([]*DiscoveredSour
 		}
 	}
 	if !fi.IsDir() {
-		if !isPeripheral(fi.Name()) {
-			return nil, fmt.Errorf("Dataset root %s is not a directory or a .json/.jsonl/.ndjson file", root)
+		// A file named explicitly is a source whatever its extension (e.g. a
+		// SWE-agent .traj): detection decides whether it is readable.
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("Dataset root %s is not a directory or a regular file", root)
 		}
 		return []*DiscoveredSource{fileSource(root, ".", fi)}, nil
 	}
@@ -205,9 +208,33 @@ func isFile(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// isPeripheral reports whether a file found by a walk is a candidate
+// source: a .json, .jsonl or .ndjson file.
 func isPeripheral(name string) bool {
 	n := strings.ToLower(name)
 	return strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".ndjson")
+}
+
+// PeripheralFiles lists the trajectory files under root for commands that
+// read files directly (inspect, import): Discover without limits, where a
+// store found under root is an error naming it, since its rows are not
+// files to normalize.
+func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, error) {
+	opts := DefaultOptions()
+	opts.MaxFiles, opts.MaxEntries = math.MaxInt, math.MaxInt
+	srcs, err := Discover(ctx, root, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range srcs {
+		if s.Kind != KindFile {
+			return nil, fmt.Errorf("%s is a %s store, not a trajectory file; query it with `pchronicle query`", s.Path, s.Kind)
+		}
+		if s.Err != nil {
+			return nil, s.Err
+		}
+	}
+	return srcs, nil
 }
 
 func fileSource(path, rel string, fi os.FileInfo) *DiscoveredSource {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -157,7 +158,7 @@ func importInputs(args []string, fail func(error) error) ([]importInput, error) 
 		if err != nil {
 			return nil, err
 		}
-		files, err := ingest.Files(arg)
+		files, err := catalog.PeripheralFiles(context.Background(), arg)
 		if err != nil {
 			if err := fail(err); err != nil {
 				return nil, err
@@ -166,12 +167,12 @@ func importInputs(args []string, fail func(error) error) ([]importInput, error) 
 		}
 		base := filepath.Base(abs)
 		for _, f := range files {
-			file := f.Rel
+			file := f.File
 			switch {
-			case f.Rel == ".":
+			case f.File == ".":
 				file = base
 			case len(args) > 1:
-				file = base + "/" + f.Rel
+				file = base + "/" + f.File
 			}
 			if prev, dup := owner[file]; dup {
 				return nil, fmt.Errorf("%s and %s would both be imported as _file_ %q; import them separately or rename one", prev, f.Path, file)

@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -40,20 +41,20 @@ type relCounts map[string]int64
 // directCounts normalizes the files under root in-process.
 func directCounts(t *testing.T, root string) relCounts {
 	t.Helper()
-	files, err := ingest.Files(root)
+	files, err := catalog.PeripheralFiles(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := relCounts{}
 	for _, f := range files {
-		_, err := ingest.NormalizeFile(context.Background(), f.Path, f.Rel, ingest.Options{}, func(sl *model.Storyline) error {
+		_, err := ingest.NormalizeFile(context.Background(), f.Path, f.File, ingest.Options{}, func(sl *model.Storyline) error {
 			c[model.RelRuns]++
 			c[model.RelSteps] += int64(len(sl.Steps))
 			c[model.RelToolCalls] += int64(len(sl.ToolCalls))
 			return nil
 		})
 		if err != nil {
-			t.Fatalf("%s: %v", f.Rel, err)
+			t.Fatalf("%s: %v", f.File, err)
 		}
 	}
 	return c
@@ -101,7 +102,7 @@ func TestImportSamplesEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "gen-000000") || g.Number != 0 {
 		t.Fatalf("first import should publish generation 0: %q", out)
 	}
-	files, _ := ingest.Files(samples)
+	files, _ := catalog.PeripheralFiles(context.Background(), samples)
 	if len(g.Manifest.Sources) != len(files) {
 		t.Fatalf("%d sources recorded, %d files", len(g.Manifest.Sources), len(files))
 	}

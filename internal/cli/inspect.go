@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -96,7 +97,7 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 		return nil
 	}
 	for _, arg := range args {
-		files, err := ingest.Files(arg)
+		files, err := catalog.PeripheralFiles(ctx, arg)
 		if err != nil {
 			if err := fail(err); err != nil {
 				return err
@@ -105,8 +106,8 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 		}
 		for _, f := range files {
 			display := arg
-			if f.Rel != "." {
-				display = filepath.ToSlash(filepath.Join(arg, f.Rel))
+			if f.File != "." {
+				display = filepath.ToSlash(filepath.Join(arg, f.File))
 			}
 			_, err := ingest.NormalizeFile(ctx, f.Path, display, opts, func(sl *model.Storyline) error {
 				if structured {

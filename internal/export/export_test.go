@@ -12,52 +12,26 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/ingest"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// samplesDir finds shared/samples beside the repository root (the
-// directory holding go.mod).
-func samplesDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package")
-		}
-		dir = parent
-	}
-	s := filepath.Join(filepath.Dir(dir), "shared", "samples")
-	if _, err := os.Stat(s); err != nil {
-		t.Skipf("samples not found: %v", err)
-	}
-	return s
-}
 
-// sampleFiles lists the ATIF and OpenAI samples, relative to the samples
-// directory.
+// sampleFiles lists the samples under the given sample directories,
+// relative to the samples directory.
 func sampleFiles(t *testing.T, dirs ...string) (string, []string) {
-	root := samplesDir(t)
 	var out []string
-	for _, d := range dirs {
-		filepath.WalkDir(filepath.Join(root, d), func(p string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && ingest.IsCandidate(p) {
-				rel, _ := filepath.Rel(root, p)
-				out = append(out, filepath.ToSlash(rel))
+	for _, rel := range testutil.SampleFiles(t) {
+		for _, d := range dirs {
+			if strings.HasPrefix(rel, d+"/") {
+				out = append(out, rel)
 			}
-			return err
-		})
+		}
 	}
 	if len(out) == 0 {
 		t.Fatal("no samples")
 	}
-	return root, out
+	return testutil.SamplesDir(t), out
 }
 
 func normalizeFile(t *testing.T, root, rel string) []*model.Storyline {

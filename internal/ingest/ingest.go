@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -178,68 +177,4 @@ func setSessionID(sl *model.Storyline, id string) {
 	for i := range sl.ToolCalls {
 		sl.ToolCalls[i].SessionID = id
 	}
-}
-
-// IsCandidate reports whether a file name has a supported extension.
-func IsCandidate(name string) bool {
-	n := strings.ToLower(name)
-	return strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".ndjson")
-}
-
-// File is one file found under a root.
-type File struct {
-	Path string // path to open
-	Rel  string // slash-separated path relative to the root ("." for a file root)
-	Size int64
-}
-
-// Files lists the supported files under root in stable path order. A file
-// root yields itself; symbolic links are not followed.
-func Files(root string) ([]File, error) {
-	st, err := os.Lstat(root)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		if st.Mode()&os.ModeSymlink != 0 {
-			if st, err = os.Stat(root); err != nil {
-				return nil, err
-			}
-		}
-		return []File{{Path: root, Rel: ".", Size: st.Size()}}, nil
-	}
-	var out []File
-	err = walk(root, "", &out)
-	return out, err
-}
-
-func walk(dir, rel string, out *[]File) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	for _, e := range entries {
-		name := e.Name()
-		childRel := name
-		if rel != "" {
-			childRel = rel + "/" + name
-		}
-		path := dir + string(os.PathSeparator) + name
-		switch {
-		case e.Type()&os.ModeSymlink != 0:
-			continue
-		case e.IsDir():
-			if err := walk(path, childRel, out); err != nil {
-				return err
-			}
-		case e.Type().IsRegular() && IsCandidate(name):
-			info, err := e.Info()
-			if err != nil {
-				return err
-			}
-			*out = append(*out, File{Path: path, Rel: childRel, Size: info.Size()})
-		}
-	}
-	return nil
 }

@@ -101,4 +101,3 @@ func FuzzDetect(f *testing.F) {
 		}
 	})
 }
-

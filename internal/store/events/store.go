@@ -8,7 +8,7 @@
 // ever open the segments it names, which are never modified; a pinned
 // revision stays readable while newer ones are published (until GC removes
 // its retired segments after the retention period). See
-// docs/storage-events.md.
+// docs/storage.md (canonical events store).
 package events
 
 import (
@@ -157,3 +157,6 @@ func (r *Revision) Paths() []string {
 	}
 	return paths
 }
+
+// lock takes the store's writer lock (fsx.Lock on _lock).
+func (s *Store) lock() (unlock func(), err error) { return fsx.Lock(filepath.Join(s.dir, lockName)) }

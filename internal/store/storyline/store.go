@@ -229,3 +229,13 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// lockStore takes the store's writer lock: publications and GC of one store
+// are serialized; readers never lock.
+func lockStore(dir string) (unlock func(), err error) {
+	unlock, err = fsx.Lock(filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("storyline: %w", err)
+	}
+	return unlock, nil
+}

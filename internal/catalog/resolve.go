@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +46,10 @@ type Resolved struct {
 	Dirs []string
 	// Format is the detected format of a file source.
 	Format string
+	// Owners, when set, lists the _file_ values of every source whose rows
+	// the (shared) files hold: a reader of only some of them must filter by
+	// _file_ (see Snapshot.ResolveFiles).
+	Owners []string
 }
 
 type cell struct {
@@ -185,14 +188,30 @@ func generationFiles(g *storyline.Generation) *Resolved {
 	return &Resolved{Files: files, Dirs: []string{g.Dir}}
 }
 
-// scratchStore creates a Storyline store in the Snapshot's temp directory
-// for this source's normalized rows.
-func (s *Source) scratchStore() (*storyline.Store, error) {
+// scratch writes the Storylines that fill produces into a fresh directory
+// of the Snapshot's temp directory, as unsorted, non-durable Parquet: they
+// live only as long as the Snapshot.
+func (s *Source) scratch(fill func(add func(*model.Storyline) error) error) (*Resolved, error) {
 	dir, err := os.MkdirTemp(s.snap.TempDir, "src-")
 	if err != nil {
 		return nil, err
 	}
-	return storyline.OpenOrCreate(filepath.Join(dir, "storyline"))
+	w, err := storyline.NewScratch(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := fill(w.Add); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	files := map[string][]string{}
+	for _, rel := range storyline.Tables {
+		files[rel] = []string{w.Path(rel)}
+	}
+	return &Resolved{Files: files, Dirs: []string{dir}}, nil
 }
 
 // normalizeFile verifies the pinned fingerprint, normalizes the file once
@@ -202,30 +221,19 @@ func (s *Source) normalizeFile(ctx context.Context, rev FileRevision) (*Resolved
 	if err := rev.Verify(s.File, s.Path); err != nil {
 		return nil, err
 	}
-	st, err := s.scratchStore()
-	if err != nil {
-		return nil, err
-	}
-	w, err := st.NewGeneration()
-	if err != nil {
-		return nil, err
-	}
 	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes}
-	det, err := ingest.NormalizeFile(ctx, s.Path, s.File, opts, w.Add)
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	if err := rev.Verify(s.File, s.Path); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	gen, err := w.Commit(ctx, nil)
+	var det ingest.Detection
+	res, err := s.scratch(func(add func(*model.Storyline) error) error {
+		var err error
+		if det, err = ingest.NormalizeFile(ctx, s.Path, s.File, opts, add); err != nil {
+			return err
+		}
+		return rev.Verify(s.File, s.Path)
+	})
 	if err != nil {
 		return nil, err
 	}
 	s.format = det.Format
-	res := generationFiles(gen)
 	res.Format = det.Format
 	return res, nil
 }
@@ -248,32 +256,20 @@ func (s *Source) eventFallback(ctx context.Context, rev *events.Revision, sessio
 		return nil, fmt.Errorf("no fresh Storyline projection, and normalizing %d events (%d bytes) exceeds max_event_fallback_rows=%d / max_event_fallback_bytes=%d; run `pchronicle project %s`",
 			rows, bytes, o.MaxEventFallbackRows, o.MaxEventFallbackBytes, s.Path)
 	}
-	st, err := s.scratchStore()
-	if err != nil {
-		return nil, err
-	}
-	w, err := st.NewGeneration()
-	if err != nil {
-		return nil, err
-	}
-	err = rev.ScanSessions(ctx, sessions, func(_ string, evs []model.Event) error {
-		s.snap.fallbackSessions.Add(1)
-		for _, sl := range canonical.Storylines(evs, s.File) {
-			if err := w.Add(sl); err != nil {
-				return err
+	res, err := s.scratch(func(add func(*model.Storyline) error) error {
+		return rev.ScanSessions(ctx, sessions, func(_ string, evs []model.Event) error {
+			s.snap.fallbackSessions.Add(1)
+			for _, sl := range canonical.Storylines(evs, s.File) {
+				if err := add(sl); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
-		w.Abort()
 		return nil, err
 	}
-	gen, err := w.Commit(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	res := generationFiles(gen)
 	res.Format = format.Canonical
 	return res, nil
 }

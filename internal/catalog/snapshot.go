@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,7 @@ type Snapshot struct {
 	TempDir  string
 	BuiltAt  time.Time
 
+	batchMu          sync.Mutex // serializes ResolveFiles batches
 	resolves         atomic.Int64
 	fallbackSessions atomic.Int64
 }

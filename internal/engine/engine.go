@@ -165,6 +165,30 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		rp  *relPlan
 		i   int
 	}
+	// Unresolved peripheral files are normalized together into shared
+	// scratch files first, one batch per Dataset (_file_ is unique only
+	// within a Dataset); the per-source calls below then hit the cache.
+	files := map[string][]*catalog.Source{}
+	seen := map[*catalog.Source]bool{}
+	for _, k := range p.keys() {
+		if k.relation == model.RelEvents {
+			continue
+		}
+		for _, src := range p.rels[k].sources {
+			if src.Kind == catalog.KindFile && !seen[src] {
+				seen[src] = true
+				files[k.dataset] = append(files[k.dataset], src)
+			}
+		}
+	}
+	for _, srcs := range files {
+		if len(srcs) < 2 {
+			continue
+		}
+		if err := e.snap.ResolveFiles(ctx, srcs); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
 	var jobs []job
 	for _, k := range p.keys() {
 		rp := p.rels[k]

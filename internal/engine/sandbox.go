@@ -119,20 +119,55 @@ func scans(rel string, rp *relPlan) []string {
 		return nil
 	}
 	var fileParts []string
+	seenFile := map[string]bool{}
+	hits := map[string]bool{}
+	var owners []string
 	var out []string
 	for i, src := range rp.sources {
-		files := rp.resolved[i].Files[rel]
+		res := rp.resolved[i]
+		files := res.Files[rel]
 		switch {
 		case len(files) == 0:
 		case src.Kind == catalog.KindFile:
-			fileParts = append(fileParts, files...)
+			hits[src.File] = true
+			owners = append(owners, res.Owners...)
+			for _, f := range files {
+				if !seenFile[f] {
+					seenFile[f] = true
+					fileParts = append(fileParts, f)
+				}
+			}
 		default:
 			out = append(out, scan(rel, src.File, files))
 		}
 	}
 	if len(fileParts) > 0 {
-		out = append([]string{scan(rel, "", fileParts)}, out...)
+		q := scan(rel, "", fileParts)
+		if !covers(hits, owners) {
+			q += " WHERE _file_ IN (" + quoteList(sortedKeys(hits)) + ")"
+		}
+		out = append([]string{q}, out...)
 	}
+	return out
+}
+
+// covers reports whether every owner of the shared files is a hit, so the
+// scan needs no _file_ filter.
+func covers(hits map[string]bool, owners []string) bool {
+	for _, o := range owners {
+		if !hits[o] {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 

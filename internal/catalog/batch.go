@@ -1,0 +1,130 @@
+package catalog
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/pchronicle/pchronicle/internal/ingest"
+	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
+)
+
+// ResolveFiles resolves many local peripheral file sources at once: they are
+// normalized in parallel (max_concurrent_sources workers) into ONE shared
+// set of scratch Parquet files, because creating files, not normalizing
+// them, dominates when a query first touches thousands of small sources.
+// Each source's cell then holds the shared files with Owners naming every
+// source whose rows they contain, so readers of a subset filter by _file_.
+// Sources already resolved (or not local files) are left alone; errors are
+// cached per source like Resolve's.
+func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
+	snap.batchMu.Lock()
+	defer snap.batchMu.Unlock()
+	// Claim the unresolved cells; holding their locks makes concurrent
+	// Resolve calls for them wait for this batch (single flight).
+	var claimed []*Source
+	for _, s := range srcs {
+		if _, ok := s.Revision.(FileRevision); !ok || s.Err != nil {
+			continue
+		}
+		s.storylines.mu.Lock()
+		if s.storylines.done {
+			s.storylines.mu.Unlock()
+			continue
+		}
+		claimed = append(claimed, s)
+	}
+	if len(claimed) == 0 {
+		return nil
+	}
+	defer func() {
+		for _, s := range claimed {
+			s.storylines.mu.Unlock()
+		}
+	}()
+	dir, err := os.MkdirTemp(snap.TempDir, "batch-")
+	if err != nil {
+		return err
+	}
+	w, err := storyline.NewScratch(dir)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	add := func(sl *model.Storyline) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return w.Add(sl)
+	}
+	errs := make([]error, len(claimed))
+	formats := make([]string, len(claimed))
+	opts := ingest.Options{MaxDetectionBytes: snap.Options.MaxDetectionBytes, MaxFileBytes: snap.Options.MaxFileBytes}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for n := 0; n < min(snap.Options.MaxConcurrentSources, len(claimed)); n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				s := claimed[i]
+				snap.resolves.Add(1)
+				errs[i] = s.normalizeInto(ctx, opts, add, &formats[i])
+			}
+		}()
+	}
+	for i := range claimed {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if ctx.Err() != nil { // not cached: a later query retries
+		w.Abort()
+		return ctx.Err()
+	}
+	closeErr := w.Close()
+	files := map[string][]string{}
+	for _, rel := range storyline.Tables {
+		files[rel] = []string{w.Path(rel)}
+	}
+	// Every claimed source may have rows in the files, even one that
+	// failed half way (its queries fail on its cached error).
+	owners := make([]string, len(claimed))
+	for i, s := range claimed {
+		owners[i] = s.File
+	}
+	var failed []error
+	for i, s := range claimed {
+		c := &s.storylines
+		c.done = true
+		switch {
+		case errs[i] != nil:
+			c.err = errs[i]
+			failed = append(failed, errs[i])
+		case closeErr != nil:
+			c.err = closeErr
+		default:
+			s.format = formats[i]
+			c.res = &Resolved{Files: files, Dirs: []string{dir}, Format: formats[i], Owners: owners}
+		}
+	}
+	if len(failed) > 0 {
+		return failed[0]
+	}
+	return closeErr
+}
+
+// normalizeInto verifies the pinned fingerprint, normalizes the file through
+// add and verifies the fingerprint again.
+func (s *Source) normalizeInto(ctx context.Context, opts ingest.Options, add func(*model.Storyline) error, format *string) error {
+	rev := s.Revision.(FileRevision)
+	if err := rev.Verify(s.File, s.Path); err != nil {
+		return err
+	}
+	det, err := ingest.NormalizeFile(ctx, s.Path, s.File, opts, add)
+	if err != nil {
+		return err
+	}
+	*format = det.Format
+	return rev.Verify(s.File, s.Path)
+}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,18 +20,8 @@ type result struct {
 // run executes the real binary with an isolated config directory.
 func run(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(testutil.Binary(t), args...)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	stdout, stderr, code := testutil.Run(t, args...)
+	return result{stdout, stderr, code}
 }
 
 func TestInspectJSONHasRunColumnsAndWarnings(t *testing.T) {

@@ -219,7 +219,11 @@ func (s *Snapshot) LoadEvents(ctx context.Context, dataset, file, sessionID stri
 		return nil, err
 	}
 	var out []model.Event
-	rev := src.Revision.(EventsRevision).Revision
+	want := map[string]bool{sessionID: true}
+	rev, err := src.pinnedEvents(ctx, want) // remote.go: local revision, or the remote segments that may hold it
+	if err != nil {
+		return nil, err
+	}
 	err = rev.ScanSessions(ctx, map[string]bool{sessionID: true}, func(_ string, evs []model.Event) error {
 		out = append(out, evs...)
 		return nil

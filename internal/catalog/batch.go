@@ -5,7 +5,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
@@ -59,7 +58,6 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 	}
 	errs := make([]error, len(claimed))
 	formats := make([]string, len(claimed))
-	opts := ingest.Options{MaxDetectionBytes: snap.Options.MaxDetectionBytes, MaxFileBytes: snap.Options.MaxFileBytes}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for n := 0; n < min(snap.Options.MaxConcurrentSources, len(claimed)); n++ {
@@ -68,8 +66,9 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 			defer wg.Done()
 			for i := range work {
 				s := claimed[i]
+				rev := s.Revision.(FileRevision)
 				snap.resolves.Add(1)
-				errs[i] = s.normalizeInto(ctx, opts, add, &formats[i])
+				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, func() error { return rev.Verify(s.File, s.Path) }, add)
 			}
 		}()
 	}
@@ -112,19 +111,4 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 		return failed[0]
 	}
 	return closeErr
-}
-
-// normalizeInto verifies the pinned fingerprint, normalizes the file through
-// add and verifies the fingerprint again.
-func (s *Source) normalizeInto(ctx context.Context, opts ingest.Options, add func(*model.Storyline) error, format *string) error {
-	rev := s.Revision.(FileRevision)
-	if err := rev.Verify(s.File, s.Path); err != nil {
-		return err
-	}
-	det, err := ingest.NormalizeFile(ctx, s.Path, s.File, opts, add)
-	if err != nil {
-		return err
-	}
-	*format = det.Format
-	return rev.Verify(s.File, s.Path)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/objstore"
 )
 
 // DefaultAlias is the schema of a positional Dataset.
@@ -29,6 +31,9 @@ type DatasetMount struct {
 	Alias      string
 	URI        string
 	FormatHint string
+	// Config holds the object-store settings of an s3://, az:// or gs://
+	// Dataset (remote.go); it is applied to that Dataset's client only.
+	Config objstore.Config
 }
 
 // NamespacePath is the namespace joined with '/'.
@@ -102,7 +107,7 @@ func ValidateMounts(mounts []DatasetMount) error {
 			return fmt.Errorf("duplicate Dataset alias %q", alias)
 		}
 		byNS[m.NamespacePath()], byAlias[alias] = true, true
-		if _, err := LocalPath(m.URI); err != nil {
+		if err := checkMountURI(m.URI); err != nil { // remote.go: local or object-store URI
 			return err
 		}
 	}

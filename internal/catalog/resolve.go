@@ -106,7 +106,10 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 	if relation == model.RelEvents {
 		return s.events.do(ctx, func() (*Resolved, error) {
 			s.snap.resolves.Add(1)
-			rev := s.Revision.(EventsRevision).Revision
+			rev, err := s.pinnedEvents(ctx, nil) // remote.go: local revision or downloaded remote segments
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %w", s.File, err)
+			}
 			return &Resolved{Files: map[string][]string{model.RelEvents: rev.Paths()}, Dirs: []string{rev.Dir}}, nil
 		})
 	}
@@ -125,8 +128,7 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 // normalizes just those sessions (segments whose session range excludes
 // them are not opened); everything else resolves as usual.
 func (s *Source) ResolveSessions(ctx context.Context, relation string, sessions []string) (*Resolved, error) {
-	rev, isEvents := s.Revision.(EventsRevision)
-	if sessions == nil || !isEvents || relation == model.RelEvents || s.Err != nil || s.selected() != nil {
+	if sessions == nil || s.Kind != KindEvents || relation == model.RelEvents || s.Err != nil || s.selected() != nil {
 		return s.Resolve(ctx, relation)
 	}
 	set := append([]string(nil), sessions...)
@@ -148,7 +150,11 @@ func (s *Source) ResolveSessions(ctx context.Context, relation string, sessions 
 		for _, id := range set {
 			want[id] = true
 		}
-		return s.eventFallback(ctx, rev.Revision, want)
+		rev, err := s.pinnedEvents(ctx, want) // remote.go: downloads only segments that may hold them
+		if err != nil {
+			return nil, err
+		}
+		return s.eventFallback(ctx, rev, want)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)
@@ -176,6 +182,17 @@ func (s *Source) resolveStorylines(ctx context.Context) (*Resolved, error) {
 		return s.eventFallback(ctx, rev.Revision, nil)
 	case FileRevision:
 		return s.normalizeFile(ctx, rev)
+	// Remote sources (remote.go): download only the pinned objects needed.
+	case RemoteFileRevision:
+		return s.normalizeRemoteFile(ctx, rev)
+	case RemoteStorylineRevision:
+		return rev.materialize(ctx, s.snap)
+	case RemoteEventsRevision:
+		local, err := rev.localRevision(ctx, s.snap, nil)
+		if err != nil {
+			return nil, err
+		}
+		return s.eventFallback(ctx, local, nil)
 	}
 	return nil, fmt.Errorf("cannot read a %s source", s.Kind)
 }
@@ -214,28 +231,52 @@ func (s *Source) scratch(fill func(add func(*model.Storyline) error) error) (*Re
 	return &Resolved{Files: files, Dirs: []string{dir}}, nil
 }
 
-// normalizeFile verifies the pinned fingerprint, normalizes the file once
-// into the Snapshot's temp directory, and verifies the fingerprint again: a
-// file changed in between fails the query rather than mixing versions.
+// normalizeFile normalizes a local file source once into the Snapshot's
+// temp directory, re-checking its pinned fingerprint before and after the
+// read: a file changed in between fails the query rather than mixing
+// versions.
 func (s *Source) normalizeFile(ctx context.Context, rev FileRevision) (*Resolved, error) {
-	if err := rev.Verify(s.File, s.Path); err != nil {
-		return nil, err
-	}
-	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes}
-	var det ingest.Detection
+	return s.normalizePath(ctx, s.Path, func() error { return rev.Verify(s.File, s.Path) })
+}
+
+// normalizePath normalizes the local file at path (the source itself, or a
+// verified download of a remote one, see remote.go) into the Snapshot's temp
+// directory.
+func (s *Source) normalizePath(ctx context.Context, path string, verify func() error) (*Resolved, error) {
+	var format string
 	res, err := s.scratch(func(add func(*model.Storyline) error) error {
 		var err error
-		if det, err = ingest.NormalizeFile(ctx, s.Path, s.File, opts, add); err != nil {
-			return err
-		}
-		return rev.Verify(s.File, s.Path)
+		format, err = s.normalizeInto(ctx, path, verify, add)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.format = det.Format
-	res.Format = det.Format
+	s.format = format
+	res.Format = format
 	return res, nil
+}
+
+// normalizeInto normalizes the local file at path through add and returns
+// its detected format; verify, when set, re-checks the pin before and after
+// the read.
+func (s *Source) normalizeInto(ctx context.Context, path string, verify func() error, add func(*model.Storyline) error) (string, error) {
+	if verify != nil {
+		if err := verify(); err != nil {
+			return "", err
+		}
+	}
+	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes}
+	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
+	if err != nil {
+		return "", err
+	}
+	if verify != nil {
+		if err := verify(); err != nil {
+			return "", err
+		}
+	}
+	return det.Format, nil
 }
 
 // eventFallback normalizes the pinned canonical events into Storylines when

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/projection"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -23,7 +24,7 @@ import (
 // Dataset is one mounted Dataset of a Snapshot with its pinned sources.
 type Dataset struct {
 	Mount   DatasetMount
-	Root    string // absolute local root
+	Root    string // absolute local root, or the redacted URI of a remote one
 	Sources []*Source
 }
 
@@ -41,6 +42,8 @@ type Snapshot struct {
 	batchMu          sync.Mutex // serializes ResolveFiles batches
 	resolves         atomic.Int64
 	fallbackSessions atomic.Int64
+
+	buckets []objstore.Bucket // remote Datasets' clients (remote.go), closed by Close
 }
 
 // FallbackSessions counts the canonical sessions normalized by events
@@ -64,6 +67,10 @@ func (s *Snapshot) Dataset(alias string) (*Dataset, bool) {
 // Close removes the Snapshot's temp directory. Resolved sources must not be
 // used afterwards.
 func (s *Snapshot) Close() error {
+	for _, b := range s.buckets { // remote Datasets
+		b.Close()
+	}
+	s.buckets = nil
 	if s.TempDir == "" {
 		return nil
 	}
@@ -84,18 +91,19 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options) (*Snapshot,
 	}
 	snap := &Snapshot{Options: opts, BuiltAt: time.Now().UTC()}
 	for _, m := range mounts {
-		root, _ := LocalPath(m.URI) // validated above
-		found, err := Discover(ctx, root, opts)
+		root, found, err := discoverMount(ctx, snap, m, opts) // remote.go: local walk or object listing
 		if err != nil {
+			snap.Close()
 			return nil, fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
 		}
 		ds := &Dataset{Mount: m, Root: root}
 		for _, d := range found {
 			d.FormatHint = m.FormatHint
-			if d.Err == nil {
+			if d.Err == nil && d.Revision == nil { // remote stores were pinned by their discovery
 				d.Err = pin(d)
 			}
 			if d.Err != nil && opts.Errors == ErrorsStrict {
+				snap.Close()
 				return nil, fmt.Errorf("Dataset %s: source %s: %w", m.NamespacePath(), d.File, d.Err)
 			}
 			ds.Sources = append(ds.Sources, &Source{DiscoveredSource: *d, snap: snap, dataset: ds})

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
+	"github.com/pchronicle/pchronicle/internal/objstore"
 )
 
 func init() { register(newDatasetCmd) }
@@ -23,34 +26,41 @@ every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 	}
 	cmd.PersistentFlags().StringVarP(&cfgPath, "config", "c", config.DefaultPath(), "config file")
 
-	var format string
+	var p config.Pin
 	pin := &cobra.Command{
-		Use:     "pin NAME PATH",
-		Short:   "Name a Dataset",
-		Example: "  pchronicle dataset pin nightly /srv/evals/nightly\n  pchronicle dataset pin captures ./captures --format atif",
-		Args:    cobra.ExactArgs(2),
+		Use:   "pin NAME URI",
+		Short: "Name a Dataset (a local path or an s3://, az://, gs:// prefix with its settings)",
+		Example: "  pchronicle dataset pin nightly /srv/evals/nightly\n  pchronicle dataset pin captures ./captures --format atif\n" +
+			"  pchronicle dataset pin archive s3://evals/archive/ --endpoint http://127.0.0.1:7070 --path-style --ak KEY --sk SECRET",
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := pinName(args[0])
 			if err != nil {
 				return err
 			}
-			path, err := catalog.LocalPath(args[1])
-			if err != nil {
+			if p.URI, err = pinURI(args[1], p); err != nil {
 				return err
 			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return err
 			}
-			cfg.Pins[name] = config.Pin{URI: path, Format: format}
+			cfg.Pins[name] = p
 			if err := cfg.Save(cfgPath); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "pinned @%s = %s\n", name, path)
+			fmt.Fprintf(e.stdout, "pinned @%s = %s\n", name, catalog.RedactURI(p.URI))
 			return nil
 		},
 	}
-	pin.Flags().StringVar(&format, "format", "", "format hint recorded with the pin (atif, openai, actf, canonical)")
+	pf := pin.Flags()
+	pf.StringVar(&p.Format, "format", "", "format hint recorded with the pin (atif, openai, actf, canonical)")
+	pf.StringVar(&p.Endpoint, "endpoint", "", "object-store endpoint URL (S3-compatible server, Azurite, fake-gcs)")
+	pf.StringVar(&p.Region, "region", "", "S3 signing region")
+	pf.BoolVar(&p.PathStyle, "path-style", false, "S3 path-style addressing (most S3-compatible servers need it)")
+	pf.StringVar(&p.AccessKey, "ak", "", "access key id (S3), or the account name (Azure, when --account is not given)")
+	pf.StringVar(&p.SecretKey, "sk", "", "secret key (S3) or shared account key (Azure); stored in the 0600 config file, never printed")
+	pf.StringVar(&p.Account, "account", "", "Azure storage account")
 
 	var listFormat string
 	list := &cobra.Command{
@@ -65,10 +75,10 @@ every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 			if err != nil {
 				return err
 			}
-			rw := newRowWriter(e.stdout, listFormat, []string{"name", "uri", "format"})
+			rw := newRowWriter(e.stdout, listFormat, []string{"name", "uri", "format", "endpoint"})
 			for _, n := range cfg.Names() {
 				p := cfg.Pins[n]
-				if err := rw.Write([]any{n, catalog.RedactURI(p.URI), p.Format}); err != nil {
+				if err := rw.Write([]any{n, catalog.RedactURI(p.URI), p.Format, catalog.RedactURI(p.Endpoint)}); err != nil {
 					return err
 				}
 			}
@@ -90,7 +100,7 @@ every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 			if !ok {
 				return fmt.Errorf("unknown pin %q", args[0])
 			}
-			fmt.Fprintf(e.stdout, "name:   %s\nuri:    %s\nformat: %s\n", args[0], catalog.RedactURI(p.URI), p.Format)
+			showPin(e.stdout, args[0], p)
 			return nil
 		},
 	}
@@ -113,6 +123,38 @@ every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 	}
 	cmd.AddCommand(pin, list, show, unpin)
 	return cmd
+}
+
+// pinURI checks a pin's URI: an object-store URI is kept as given (the
+// settings travel with the pin, never in the URI), a local one made
+// absolute. Object-store settings on a local pin are refused rather than
+// silently ignored.
+func pinURI(uri string, p config.Pin) (string, error) {
+	if loc, err := objstore.ParseURI(uri); err == nil && loc.Scheme != "file" {
+		return uri, nil
+	} else if err != nil && strings.Contains(uri, "://") {
+		return "", err
+	}
+	if p.Store() != (objstore.Config{}) {
+		return "", fmt.Errorf("--endpoint, --region, --path-style, --ak, --sk and --account apply to s3://, az:// and gs:// Datasets only")
+	}
+	return catalog.LocalPath(uri)
+}
+
+// showPin prints one pin; a secret key is only ever shown as "(set)".
+func showPin(w io.Writer, name string, p config.Pin) {
+	fmt.Fprintf(w, "name:   %s\nuri:    %s\nformat: %s\n", name, catalog.RedactURI(p.URI), p.Format)
+	for _, kv := range [][2]string{{"endpoint", catalog.RedactURI(p.Endpoint)}, {"region", p.Region}, {"access_key", p.AccessKey}, {"account", p.Account}} {
+		if kv[1] != "" {
+			fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
+		}
+	}
+	if p.PathStyle {
+		fmt.Fprintln(w, "path_style: true")
+	}
+	if p.SecretKey != "" {
+		fmt.Fprintln(w, "secret_key: (set)")
+	}
 }
 
 // pinName checks a pin name: it is used in @name references and TOML keys.

@@ -54,11 +54,11 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		return nil, false, err
 	}
 	if positional != "" {
-		uri, hint, err := cfg.Resolve(positional)
+		p, err := cfg.ResolvePin(positional)
 		if err != nil {
 			return nil, false, err
 		}
-		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: uri, FormatHint: hint}}, true, nil
+		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: p.URI, FormatHint: p.Format, Config: p.Store()}}, true, nil
 	}
 	if len(d.mounts) == 0 {
 		return nil, false, fmt.Errorf("no Dataset: give a path or @pin, or --mount NAME=URI")
@@ -68,9 +68,11 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		if m.URI, m.FormatHint, err = cfg.Resolve(m.URI); err != nil {
+		p, err := cfg.ResolvePin(m.URI) // a pin brings its object-store settings
+		if err != nil {
 			return nil, false, err
 		}
+		m.URI, m.FormatHint, m.Config = p.URI, p.Format, p.Store()
 		mounts = append(mounts, m)
 	}
 	return mounts, false, nil

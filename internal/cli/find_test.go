@@ -3,7 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,25 +17,7 @@ import (
 // sampleDataset returns shared/samples/<sub>, found beside the repository
 // root (the directory holding go.mod).
 func sampleDataset(t *testing.T, sub string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the package")
-		}
-		dir = filepath.Dir(dir)
-	}
-	p := filepath.Join(filepath.Dir(dir), "shared", "samples", sub)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("samples not found: %v", err)
-	}
-	return p
+	return filepath.Join(testutil.SamplesDir(t), sub)
 }
 
 // runInProcess executes the CLI in-process.

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,20 +20,7 @@ import (
 )
 
 // pc runs the real binary and returns stdout, stderr and the exit code.
-func pc(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(testutil.Binary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
+func pc(t *testing.T, args ...string) (string, string, int) { return testutil.Run(t, args...) }
 
 type relCounts map[string]int64
 

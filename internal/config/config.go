@@ -16,12 +16,27 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/objstore"
 )
 
-// Pin is one named Dataset.
+// Pin is one named Dataset. The object-store settings apply to that
+// Dataset's client only (s3://, az://, gs:// URIs); the file is written
+// 0600 because it may hold a secret key.
 type Pin struct {
-	URI    string `toml:"uri"`
-	Format string `toml:"format,omitempty"`
+	URI       string `toml:"uri"`
+	Format    string `toml:"format,omitempty"`
+	Endpoint  string `toml:"endpoint,omitempty"`
+	Region    string `toml:"region,omitempty"`
+	PathStyle bool   `toml:"path_style,omitempty"`
+	AccessKey string `toml:"access_key,omitempty"`
+	SecretKey string `toml:"secret_key,omitempty"`
+	Account   string `toml:"account,omitempty"`
+}
+
+// Store returns the pin's object-store settings.
+func (p Pin) Store() objstore.Config {
+	return objstore.Config{Endpoint: p.Endpoint, Region: p.Region, PathStyle: p.PathStyle,
+		AccessKey: p.AccessKey, SecretKey: objstore.Secret(p.SecretKey), Account: p.Account}
 }
 
 // File is the config file's content.
@@ -92,20 +107,26 @@ func (f *File) Names() []string {
 // Resolve expands "@name" or "@name/sub/path" into a URI and format hint;
 // any other string is returned unchanged.
 func (f *File) Resolve(ref string) (uri, format string, err error) {
+	p, err := f.ResolvePin(ref)
+	return p.URI, p.Format, err
+}
+
+// ResolvePin is Resolve returning the whole pin (with its object-store
+// settings) and the expanded URI; any other string is a pin with only a URI.
+func (f *File) ResolvePin(ref string) (Pin, error) {
 	if !strings.HasPrefix(ref, "@") {
-		return ref, "", nil
+		return Pin{URI: ref}, nil
 	}
 	name, suffix, _ := strings.Cut(ref[1:], "/")
 	p, ok := f.Pins[name]
 	if !ok {
-		return "", "", fmt.Errorf("unknown pin @%s (see `pchronicle dataset list`)", name)
+		return Pin{}, fmt.Errorf("unknown pin @%s (see `pchronicle dataset list`)", name)
 	}
-	uri = p.URI
 	if suffix != "" {
 		if strings.Contains("/"+suffix+"/", "/../") {
-			return "", "", fmt.Errorf("pin reference %q must not contain ..", ref)
+			return Pin{}, fmt.Errorf("pin reference %q must not contain ..", ref)
 		}
-		uri = strings.TrimSuffix(uri, "/") + "/" + suffix
+		p.URI = strings.TrimSuffix(p.URI, "/") + "/" + suffix
 	}
-	return uri, p.Format, nil
+	return p, nil
 }

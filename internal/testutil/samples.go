@@ -100,3 +100,21 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + e.out }
+
+// Run executes the real binary with args, with an isolated config directory
+// (XDG_CONFIG_HOME in a temp dir), and returns stdout, stderr and the exit
+// code.
+func Run(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}

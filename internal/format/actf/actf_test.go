@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,9 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // findSamples returns <repo root>/../shared/samples, the repo root being
 // the first ancestor of the package directory that holds go.mod.
@@ -102,21 +101,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(bytes.TrimSpace(want), got) {
-				t.Errorf("%s differs from golden; rerun with -update and review the diff", name)
-			}
+			testutil.Golden(t, path, got)
 		})
 	}
 }

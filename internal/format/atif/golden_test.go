@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,33 +11,13 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
 
 // samplesDir finds shared/samples/atif beside the repository: walk up to
 // go.mod (the repo root), then look in <root>/../shared/samples.
 func samplesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	samples := filepath.Join(filepath.Dir(dir), "shared", "samples", "atif")
-	if _, err := os.Stat(samples); err != nil {
-		t.Skipf("samples not found: %v", err)
-	}
-	return samples
+	return filepath.Join(testutil.SamplesDir(t), "atif")
 }
 
 // sampleFiles lists the ATIF samples, relative to samplesDir.
@@ -101,22 +80,7 @@ func TestGolden(t *testing.T) {
 			}
 			data = append(data, '\n')
 			golden := filepath.Join("testdata", "golden", strings.ReplaceAll(rel, "/", "__")+".golden.json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(data, want) {
-				t.Errorf("%s differs from the normalized output; inspect and rerun with -update if intended", golden)
-			}
+			testutil.Golden(t, golden, data)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +15,9 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const sampleFile = "two_sessions.jsonl"
 
@@ -48,21 +47,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "golden", strings.TrimSuffix(sampleFile, ".jsonl")+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(bytes.TrimSpace(want), got) {
-		t.Error("output differs from golden; rerun with -update and review the diff")
-	}
+	testutil.Golden(t, path, got)
 }
 
 func i64(p *int64) int64 {

@@ -3,17 +3,15 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 var goldenSamples = []string{
 	"openai-cookbook_toy_chat_fine_tuning.jsonl",
@@ -50,19 +48,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, filepath.Ext(name))+".golden.json")
-			if *update {
-				if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(want, pretty.Bytes()) {
-				t.Errorf("%s differs from the golden file; run go test -run Golden -update and review the diff", name)
-			}
+			testutil.Golden(t, path, pretty.Bytes())
 		})
 	}
 }

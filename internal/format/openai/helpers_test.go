@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,26 +15,7 @@ import (
 // samplesDir locates shared/samples beside the repository: walk up to the
 // directory holding go.mod, then look in its parent.
 func samplesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	s := filepath.Join(filepath.Dir(dir), "shared", "samples")
-	if _, err := os.Stat(s); err != nil {
-		t.Skipf("samples not found at %s", s)
-	}
-	return s
+	return testutil.SamplesDir(t)
 }
 
 func sample(t testing.TB, name string) []byte {

@@ -2,12 +2,15 @@
 // baselines run in the same process, printing ratios (docs/performance.md):
 //
 //  1. a pruned point query on a Dataset of 10,000 sources vs 10 sources;
+//
 //  2. the first wide aggregate over 2,000 JSON files vs DuckDB read_json;
+//
 //  3. the same aggregate again in the same Snapshot vs DuckDB read_parquet
 //     over the normalized files;
+//
 //  4. discovery of 100,000 files vs `find` over the same tree.
 //
-//	go run ./bench/catalog [-quick]
+//     go run ./bench/catalog [-quick]
 package main
 
 import (

@@ -121,7 +121,7 @@ func scans(rel string, rp *relPlan) []string {
 	var fileParts []string
 	seenFile := map[string]bool{}
 	hits := map[string]bool{}
-	var owners []string
+	var owners []string // of each shared file set once (sets are shared by many sources)
 	var out []string
 	for i, src := range rp.sources {
 		res := rp.resolved[i]
@@ -130,7 +130,9 @@ func scans(rel string, rp *relPlan) []string {
 		case len(files) == 0:
 		case src.Kind == catalog.KindFile:
 			hits[src.File] = true
-			owners = append(owners, res.Owners...)
+			if !seenFile[files[0]] {
+				owners = append(owners, res.Owners...)
+			}
 			for _, f := range files {
 				if !seenFile[f] {
 					seenFile[f] = true

@@ -12,10 +12,9 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/ingest"
-	"github.com/pchronicle/pchronicle/internal/testutil"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
-
 
 // sampleFiles lists the samples under the given sample directories,
 // relative to the samples directory.

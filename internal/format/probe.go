@@ -7,6 +7,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
 // Shape is the top-level structure of a file, as far as the probe could see.
@@ -191,6 +193,9 @@ func scanObject(data []byte) (*Obj, []byte) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, nil
 	}
+	if obj, rest, ok := scanCompleteLine(data); ok {
+		return obj, rest
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
@@ -231,4 +236,27 @@ func scanObject(data []byte) (*Obj, []byte) {
 func partialValue(b []byte) json.RawMessage {
 	b = bytes.TrimLeft(b, " \t\r\n:")
 	return json.RawMessage(b)
+}
+
+// scanCompleteLine is scanObject's fast path for the common case: the object
+// ends at the first newline (a JSONL line) or is all of data (a whole small
+// document). One validation, then a zero-copy split; anything else goes
+// through the token decoder, which copes with cut-off values.
+func scanCompleteLine(data []byte) (*Obj, []byte, bool) {
+	end := bytes.IndexByte(data, '\n')
+	if end < 0 {
+		end = len(data)
+	}
+	line := bytes.TrimRight(data[:end], " \t\r")
+	if !jsonx.Valid(line) {
+		return nil, nil, false
+	}
+	obj := &Obj{Values: map[string]json.RawMessage{}}
+	EachMember(line, func(key string, val []byte) {
+		if _, dup := obj.Values[key]; !dup {
+			obj.Keys = append(obj.Keys, key)
+		}
+		obj.Values[key] = val
+	})
+	return obj, data[end:], true
 }

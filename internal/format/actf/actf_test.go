@@ -15,7 +15,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-
 // findSamples returns <repo root>/../shared/samples, the repo root being
 // the first ancestor of the package directory that holds go.mod.
 func findSamples() (string, error) {

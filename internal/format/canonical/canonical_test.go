@@ -18,7 +18,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-
 const sampleFile = "two_sessions.jsonl"
 
 func readSample(t testing.TB) []byte {

@@ -12,7 +12,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-
 var goldenSamples = []string{
 	"openai-cookbook_toy_chat_fine_tuning.jsonl",
 	"harbor-golden_terminus2_context-summarization.traces.json",

@@ -312,6 +312,12 @@ func (s *Snapshot) EachStoryline(ctx context.Context, dataset, file string, f St
 	}
 	defer cleanup()
 	where, args := f.where()
+	if res.Owners != nil {
+		// Files shared with other sources (Snapshot.ResolveFiles): rows of
+		// file sources carry their own _file_.
+		where += " AND _file_ = ?"
+		args = append(args, src.File)
+	}
 	runs, err := openCursor(ctx, db, model.RelRuns, res.Files[model.RelRuns], where, args, runKey)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", file, err)

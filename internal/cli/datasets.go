@@ -10,6 +10,8 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
+	"github.com/pchronicle/pchronicle/internal/engine"
+	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 // datasetFlags are the flags every command that opens Datasets shares:
@@ -97,4 +99,19 @@ func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
 	d := &datasetFlags{}
 	d.register(cmd.Flags())
 	return d
+}
+
+// openEngine builds the Snapshot for a command and a query engine over it;
+// close releases both.
+func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*catalog.Snapshot, *engine.Engine, func(), error) {
+	snap, isPositional, err := d.open(ctx, positional)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	parser, err := query.NewParser()
+	if err != nil {
+		snap.Close()
+		return nil, nil, nil, err
+	}
+	return snap, engine.New(snap, parser, isPositional), func() { parser.Close(); snap.Close() }, nil
 }

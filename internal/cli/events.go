@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
@@ -27,7 +28,8 @@ segments of the current revision (see docs/storage.md).`,
 }
 
 func eventsAppendCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var configPath string // [remote STORE] config file resolving a @pin STORE
+	cmd := &cobra.Command{
 		Use:   "append STORE [FILE|-]",
 		Short: "Append canonical JSONL events to a store, all or nothing",
 		Long: `Read canonical event JSONL from FILE (or standard input when FILE is "-" or
@@ -51,13 +53,26 @@ input becomes visible at once, as one new revision.`,
 				defer f.Close()
 				in, name = f, args[1]
 			}
-			return runEventsAppend(cmd, e, args[0], in, name)
+			return runEventsAppend(cmd, e, configPath, args[0], in, name)
 		},
 	}
+	cmd.Flags().StringVarP(&configPath, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for STORE @name)") // [remote STORE]
+	return cmd
 }
 
-func runEventsAppend(cmd *cobra.Command, e *env, dir string, in io.Reader, name string) error {
+func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.Reader, name string) error {
 	ctx := cmd.Context()
+	// [remote STORE] An object-store STORE (URI or @pin) is appended to
+	// through a local mirror (remote_stores.go).
+	dest, dir, err := openDest(ctx, configPath, dir)
+	if err != nil {
+		return err
+	}
+	if dest != nil {
+		defer dest.Close()
+		return dest.appendEvents(ctx, e, in, name)
+	}
+	// [/remote STORE]
 	s, err := events.OpenOrCreate(dir)
 	if err != nil {
 		return err

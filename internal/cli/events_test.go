@@ -4,53 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	eventsBinOnce sync.Once
-	eventsBin     string
-	eventsBinErr  error
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
-
-// pchronicleBinary builds the real CLI once per test run.
-func pchronicleBinary(t *testing.T) string {
-	t.Helper()
-	eventsBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pchronicle-bin-")
-		if err != nil {
-			eventsBinErr = err
-			return
-		}
-		eventsBin = filepath.Join(dir, "pchronicle")
-		out, err := exec.Command("go", "build", "-o", eventsBin, "github.com/pchronicle/pchronicle/cmd/pchronicle").CombinedOutput()
-		if err != nil {
-			eventsBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if eventsBinErr != nil {
-		t.Fatal(eventsBinErr)
-	}
-	return eventsBin
-}
 
 func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(pchronicleBinary(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return testutil.RunInput(t, stdin, args...)
 }
 
 // canonicalLine builds one valid wire line; over replaces raw JSON members.

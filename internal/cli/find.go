@@ -9,7 +9,6 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
-	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 func init() { register(newFindCmd) }
@@ -81,20 +80,14 @@ sources before anything is normalized.`,
 		if err := validFormat(out); err != nil {
 			return err
 		}
-		snap, positional, err := ds.open(cmd.Context(), firstArg(args))
+		snap, eng, closeAll, err := ds.openEngine(cmd.Context(), firstArg(args))
 		if err != nil {
 			return err
 		}
-		defer snap.Close()
+		defer closeAll()
 		if err := sel.checkSource(snap); err != nil {
 			return err
 		}
-		parser, err := query.NewParser()
-		if err != nil {
-			return err
-		}
-		defer parser.Close()
-		eng := engine.New(snap, parser, positional)
 		rw := newRowWriter(e.stdout, out, findColumns)
 		for _, d := range snap.Datasets {
 			res, err := eng.Query(cmd.Context(), findSQL(d, sel, agent, text))

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -34,6 +35,7 @@ type importOptions struct {
 	errors    string
 	detection int64
 	jobs      int
+	config    string // [remote --to] config file resolving a @pin DEST
 }
 
 func init() {
@@ -69,11 +71,12 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
 			},
 		}
 		f := cmd.Flags()
-		f.StringVar(&o.to, "to", "", "destination Storyline store directory (required)")
+		f.StringVar(&o.to, "to", "", "destination Storyline store: a directory, an s3://, az://, gs:// prefix or a @pin (required)")
 		f.StringVar(&o.mode, "mode", importReplace, "replace (exactly the given inputs) or append (current rows plus the inputs)")
 		f.StringVar(&o.errors, "errors", errorsStrict, "error policy: strict (stop, publish nothing) or report (list bad files, import the rest)")
 		f.Int64Var(&o.detection, "max-detection-bytes", format.DefaultMaxDetectionBytes, "bytes read from each file to detect its format")
 		f.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "files normalized in parallel")
+		f.StringVarP(&o.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for --to @name)") // [remote --to]
 		cmd.MarkFlagRequired("to")
 		return cmd
 	})
@@ -110,10 +113,23 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	st, err := storyline.Prepare(o.to)
+	// [remote --to] An object-store DEST (URI or @pin) is imported into a
+	// local staging store, then published (remote_stores.go).
+	dest, local, err := openDest(ctx, o.config, o.to)
 	if err != nil {
 		return err
 	}
+	var st *storyline.Store
+	if dest != nil {
+		defer dest.Close()
+		st, err = dest.stageImport(ctx, o.mode == importAppend)
+	} else {
+		st, err = storyline.Prepare(local)
+	}
+	if err != nil {
+		return err
+	}
+	// [/remote --to]
 	existed := storyline.IsStore(st.Dir())
 	w, err := st.NewGeneration()
 	if err != nil {
@@ -127,6 +143,13 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		}
 		return err
 	}
+	where := st.Dir()
+	if dest != nil { // [remote --to]
+		if err := dest.publish(ctx, g); err != nil {
+			return err
+		}
+		where = dest.uri
+	}
 	imported := 0
 	for _, r := range results {
 		if r.err != nil {
@@ -137,7 +160,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	}
 	m := g.Manifest
 	fmt.Fprintf(e.stdout, "imported %d file(s) into %s %s: %d runs, %d steps, %d tool_calls\n",
-		imported, st.Dir(), g.Name(),
+		imported, where, g.Name(),
 		m.Tables[model.RelRuns].Rows, m.Tables[model.RelSteps].Rows, m.Tables[model.RelToolCalls].Rows)
 	for _, err := range failures {
 		fmt.Fprintln(e.stderr, "error:", err)

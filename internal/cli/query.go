@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/engine"
-	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 func init() {
@@ -52,17 +51,12 @@ prints how many sources each relation considered, skipped and resolved.`,
 			if err != nil {
 				return err
 			}
-			snap, isPositional, err := ds.open(cmd.Context(), positional)
+			_, eng, closeAll, err := ds.openEngine(cmd.Context(), positional)
 			if err != nil {
 				return err
 			}
-			defer snap.Close()
-			parser, err := query.NewParser()
-			if err != nil {
-				return err
-			}
-			defer parser.Close()
-			res, err := engine.New(snap, parser, isPositional).Query(cmd.Context(), sqlText)
+			defer closeAll()
+			res, err := eng.Query(cmd.Context(), sqlText)
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/model"
-	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 func init() {
@@ -83,17 +82,11 @@ followed by one total row per Dataset (its _file_ is "*").`,
 		if err := validFormat(outFormat); err != nil {
 			return err
 		}
-		snap, positional, err := ds.open(cmd.Context(), firstArg(args))
+		snap, eng, closeAll, err := ds.openEngine(cmd.Context(), firstArg(args))
 		if err != nil {
 			return err
 		}
-		defer snap.Close()
-		parser, err := query.NewParser()
-		if err != nil {
-			return err
-		}
-		defer parser.Close()
-		eng := engine.New(snap, parser, positional)
+		defer closeAll()
 		cols := []string{"dataset", "_file_", "source_type", "format", "status", "storylines", "steps", "tool_calls", "events",
 			"prompt_tokens", "completion_tokens", "cost_usd"}
 		rw := newRowWriter(e.stdout, outFormat, cols)

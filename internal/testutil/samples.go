@@ -106,7 +106,14 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 // code.
 func Run(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return RunInput(t, "", args...)
+}
+
+// RunInput is Run with stdin.
+func RunInput(t testing.TB, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -21,7 +21,7 @@ func queryOne(t *testing.T, cfg, ref, sql string) string {
 		t.Fatalf("query %s: exit %d: %s", ref, code, stderr)
 	}
 	rows := strings.Split(strings.TrimSpace(out), "\n")
-	return rows[len(rows)-1]
+	return strings.Trim(rows[len(rows)-1], `"`)
 }
 
 // TestRemoteImportAndEvents imports examples/trajectories to each real
@@ -63,6 +63,9 @@ endpoint = %q
 		t.Fatalf("local import: %s", stderr)
 	}
 	want := queryOne(t, cfg, local, countsSQL)
+	if want != "5,26,9" { // runs, steps, tool_calls of examples/trajectories
+		t.Fatalf("local import counts %s, want 5,26,9", want)
+	}
 
 	for _, pin := range []string{"@s3", "@az", "@gs"} {
 		t.Run(pin, func(t *testing.T) {

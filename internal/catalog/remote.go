@@ -30,22 +30,9 @@ import (
 // they are small JSON documents, never streams of data.
 const maxManifestBytes = 64 << 20
 
-// isRemote reports whether uri names an object-store prefix.
-func isRemote(uri string) bool {
-	scheme, _, ok := strings.Cut(uri, "://")
-	if !ok {
-		return false
-	}
-	switch strings.ToLower(scheme) {
-	case "s3", "az", "gs":
-		return true
-	}
-	return false
-}
-
 // checkMountURI validates a mount URI without touching storage.
 func checkMountURI(uri string) error {
-	if isRemote(uri) {
+	if objstore.IsRemote(uri) {
 		_, err := objstore.ParseURI(uri)
 		return err
 	}
@@ -57,7 +44,7 @@ func checkMountURI(uri string) error {
 // whose Bucket the Snapshot keeps (and closes) for late reads. root is the
 // Dataset root as shown: an absolute path or the redacted URI.
 func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Options) (root string, found []*DiscoveredSource, err error) {
-	if !isRemote(m.URI) {
+	if !objstore.IsRemote(m.URI) {
 		root, _ = LocalPath(m.URI) // validated by ValidateMounts
 		found, err = Discover(ctx, root, opts)
 		return root, found, err

@@ -40,7 +40,7 @@ func openDest(ctx context.Context, configPath, ref string) (*remoteDest, string,
 	if err != nil {
 		return nil, "", err
 	}
-	if !remote.IsObjectURI(p.URI) {
+	if !objstore.IsRemote(p.URI) {
 		return nil, p.URI, nil
 	}
 	b, prefix, err := objstore.Open(ctx, p.URI, p.Store())

@@ -103,3 +103,17 @@ func OpenLocation(ctx context.Context, loc Location, cfg Config) (Bucket, error)
 	}
 	return nil, fmt.Errorf("unsupported scheme %q", loc.Scheme)
 }
+
+// IsRemote reports whether uri names an object-store location (s3://,
+// az://, gs://) rather than a local path.
+func IsRemote(uri string) bool {
+	scheme, _, ok := strings.Cut(uri, "://")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "s3", "az", "gs":
+		return true
+	}
+	return false
+}

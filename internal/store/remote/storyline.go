@@ -46,20 +46,6 @@ func Join(prefix string, rel ...string) string {
 	return p + "/" + path.Join(rel...)
 }
 
-// IsObjectURI reports whether uri names an object-store prefix rather than
-// a local path.
-func IsObjectURI(uri string) bool {
-	scheme, _, ok := strings.Cut(uri, "://")
-	if !ok {
-		return false
-	}
-	switch strings.ToLower(scheme) {
-	case "s3", "az", "gs":
-		return true
-	}
-	return false
-}
-
 // Staged is a local staging store for a publication to a remote Storyline
 // store: generations are written locally with the ordinary writer, then
 // published with PublishStoryline.

@@ -41,11 +41,17 @@ func (e *LimitError) Error() string {
 // collected. The walk fails as soon as max_entries+1 entries or max_files+1
 // sources are seen.
 func Discover(ctx context.Context, root string, opts Options) ([]*DiscoveredSource, error) {
+	return discover(ctx, root, opts, nil)
+}
+
+// discover is Discover reporting the number of sources found so far to
+// progress (when set), for terminals that show long walks.
+func discover(ctx context.Context, root string, opts Options, progress func(sources int)) ([]*DiscoveredSource, error) {
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return nil, fmt.Errorf("Dataset root: %w", err)
 	}
-	d := &discoverer{ctx: ctx, root: root, opts: opts}
+	d := &discoverer{ctx: ctx, root: root, opts: opts, progress: progress}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		// The root itself is named by the user: resolve it once.
 		if fi, err = os.Stat(root); err != nil {
@@ -70,11 +76,18 @@ func Discover(ctx context.Context, root string, opts Options) ([]*DiscoveredSour
 }
 
 type discoverer struct {
-	ctx     context.Context
-	root    string
-	opts    Options
-	entries int
-	out     []*DiscoveredSource
+	ctx      context.Context
+	root     string
+	opts     Options
+	progress func(sources int)
+	entries  int
+	out      []*DiscoveredSource
+}
+
+func (d *discoverer) report() {
+	if d.progress != nil {
+		d.progress(len(d.out))
+	}
 }
 
 func (d *discoverer) walk(dir, rel string) error {
@@ -151,6 +164,7 @@ func (d *discoverer) flush(files []*DiscoveredSource) error {
 	close(next)
 	wg.Wait()
 	d.out = append(d.out, files...)
+	d.report()
 	return nil
 }
 
@@ -186,6 +200,7 @@ func (d *discoverer) add(s *DiscoveredSource) error {
 		return &LimitError{Setting: "max_files", Limit: d.opts.MaxFiles, Root: d.root}
 	}
 	d.out = append(d.out, s)
+	d.report()
 	return nil
 }
 

@@ -46,7 +46,7 @@ func checkMountURI(uri string) error {
 func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Options) (root string, found []*DiscoveredSource, err error) {
 	if !objstore.IsRemote(m.URI) {
 		root, _ = LocalPath(m.URI) // validated by ValidateMounts
-		found, err = Discover(ctx, root, opts)
+		found, err = discover(ctx, root, opts, snap.progress)
 		return root, found, err
 	}
 	b, prefix, err := objstore.Open(ctx, m.URI, m.Config)

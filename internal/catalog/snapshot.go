@@ -39,7 +39,8 @@ type Snapshot struct {
 	TempDir  string
 	BuiltAt  time.Time
 
-	batchMu          sync.Mutex // serializes ResolveFiles batches
+	batchMu          sync.Mutex        // serializes ResolveFiles batches
+	progress         func(sources int) // see WithProgress; build time only
 	resolves         atomic.Int64
 	fallbackSessions atomic.Int64
 
@@ -77,11 +78,20 @@ func (s *Snapshot) Close() error {
 	return os.RemoveAll(s.TempDir)
 }
 
+// BuildOption configures a Build beyond the settings of Options.
+type BuildOption func(*Snapshot)
+
+// WithProgress has Build report, while it walks a local Dataset, how many
+// sources it has found so far (for a terminal spinner).
+func WithProgress(fn func(sources int)) BuildOption {
+	return func(s *Snapshot) { s.progress = fn }
+}
+
 // Build validates mounts, discovers and pins every source, and computes the
 // snapshot id. Under the strict policy any bad candidate fails the build;
 // under report it is kept with status error. A missing root, a failed walk
 // or an exceeded limit fails the build under both.
-func Build(ctx context.Context, mounts []DatasetMount, opts Options) (*Snapshot, error) {
+func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts ...BuildOption) (*Snapshot, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -90,6 +100,9 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options) (*Snapshot,
 		return nil, err
 	}
 	snap := &Snapshot{Options: opts, BuiltAt: time.Now().UTC()}
+	for _, o := range buildOpts {
+		o(snap)
+	}
 	for _, m := range mounts {
 		root, found, err := discoverMount(ctx, snap, m, opts) // remote.go: local walk or object listing
 		if err != nil {

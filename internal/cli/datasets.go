@@ -19,6 +19,7 @@ import (
 // option (generated from catalog.Describe, so a new option gets its flag and
 // help automatically).
 type datasetFlags struct {
+	cmd     *cobra.Command // for its stderr: discovery progress, on a terminal only
 	mounts  []string
 	config  string
 	options map[string]*string
@@ -90,13 +91,15 @@ func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Sn
 	if err != nil {
 		return nil, false, err
 	}
-	snap, err := catalog.Build(ctx, mounts, opts)
+	bar := newProgress(d.cmd.ErrOrStderr(), -1, "discovering sources", false)
+	snap, err := catalog.Build(ctx, mounts, opts, catalog.WithProgress(func(n int) { bar.set(int64(n)) }))
+	bar.finish()
 	return snap, isPositional, err
 }
 
 // addDatasetFlags registers the shared flags on cmd.
 func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
-	d := &datasetFlags{}
+	d := &datasetFlags{cmd: cmd}
 	d.register(cmd.Flags())
 	return d
 }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
@@ -133,7 +131,7 @@ func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapsho
 			}
 		}
 	}
-	bar := exportProgress(stderr, len(jobs))
+	bar := newProgress(stderr, int64(len(jobs)), "exporting sources", false)
 	filter := catalog.StorylineFilter{Sessions: sel.sessions, RunID: sel.run}
 	n := 0
 	for _, j := range jobs {
@@ -148,23 +146,8 @@ func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapsho
 		if err != nil {
 			return n, fmt.Errorf("Dataset %s: %w", j.dataset, err)
 		}
-		if bar != nil {
-			bar.Add(1)
-		}
+		bar.add(1)
 	}
-	if bar != nil {
-		bar.Finish()
-	}
+	bar.finish()
 	return n, nil
-}
-
-// exportProgress returns a per-source progress bar on an interactive stderr, or
-// nil: pipes and logs get only the final summary line.
-func exportProgress(stderr io.Writer, sources int) *progressbar.ProgressBar {
-	f, ok := stderr.(*os.File)
-	if !ok || sources < 2 || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
-		return nil
-	}
-	return progressbar.NewOptions(sources, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("exporting sources"),
-		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }

@@ -3,15 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
-	"time"
 
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
@@ -220,7 +215,11 @@ func buildGeneration(ctx context.Context, e *env, o *importOptions, st *storylin
 			return nil, nil, err
 		}
 	}
-	bar := newProgress(e.stderr, inputs)
+	var total int64
+	for _, in := range inputs {
+		total += in.size
+	}
+	bar := newProgress(e.stderr, total, "importing", true)
 	results := make([]importResult, len(inputs))
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(max(1, o.jobs))
@@ -282,45 +281,4 @@ func carryOver(ctx context.Context, w *storyline.Writer, prev *storyline.Generat
 		}
 	}
 	return w.CopyFrom(ctx, prev, func(file, _ string) bool { return !imported[file] })
-}
-
-// progress shows a byte-based progress bar when stderr is a terminal and
-// does nothing otherwise, so logs and pipes stay clean.
-type progress struct {
-	mu  sync.Mutex
-	bar *progressbar.ProgressBar
-}
-
-func newProgress(w io.Writer, inputs []importInput) *progress {
-	f, ok := w.(*os.File)
-	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
-		return &progress{}
-	}
-	var total int64
-	for _, in := range inputs {
-		total += in.size
-	}
-	return &progress{bar: progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("importing"),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)}
-}
-
-func (p *progress) add(n int64) {
-	if p.bar == nil {
-		return
-	}
-	p.mu.Lock()
-	p.bar.Add64(n)
-	p.mu.Unlock()
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-	}
 }

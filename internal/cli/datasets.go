@@ -116,5 +116,6 @@ func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*cata
 		snap.Close()
 		return nil, nil, nil, err
 	}
-	return snap, engine.New(snap, parser, isPositional), func() { parser.Close(); snap.Close() }, nil
+	eng := engine.New(snap, parser, isPositional)
+	return snap, eng, func() { eng.Close(); parser.Close(); snap.Close() }, nil
 }

@@ -68,8 +68,9 @@ func open(t testing.TB, root string, opts catalog.Options) (*catalog.Snapshot, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { snap.Close() })
-	return snap, New(snap, parser, true)
+	e := New(snap, parser, true)
+	t.Cleanup(func() { e.Close(); snap.Close() })
+	return snap, e
 }
 
 func mustQuery(t testing.TB, e *Engine, sql string) *Result {

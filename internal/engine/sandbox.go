@@ -18,7 +18,7 @@ import (
 // resolved data is readable; configuration locked), and every mounted
 // Dataset's six relations. This is the second wall behind SQL validation.
 func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) {
-	db, err := sql.Open("duckdb", "")
+	db, err := e.freshDB()
 	if err != nil {
 		return nil, nil, err
 	}

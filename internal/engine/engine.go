@@ -38,8 +38,9 @@ type Engine struct {
 	// background after a query, so the next query does not wait for an
 	// instance to start (about 20 ms). It is exactly as fresh as one
 	// opened on demand.
-	spare   chan *sql.DB
-	opening sync.WaitGroup // the background opener of the spare
+	spare  chan *sql.DB
+	mu     sync.Mutex // guards closed against the background opener
+	closed bool
 }
 
 // New returns an engine over snap. parser may be shared between engines.
@@ -47,9 +48,12 @@ func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine 
 	return &Engine{snap: snap, parser: parser, positional: positional, spare: make(chan *sql.DB, 1)}
 }
 
-// Close releases the spare instance (after a background open finishes).
+// Close releases the spare instance. It does not wait for a background
+// open: that instance is closed by its opener.
 func (e *Engine) Close() {
-	e.opening.Wait()
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
 	select {
 	case db := <-e.spare:
 		db.Close()
@@ -69,9 +73,7 @@ func (e *Engine) freshDB() (*sql.DB, error) {
 			return nil, err
 		}
 	}
-	e.opening.Add(1)
 	go func() {
-		defer e.opening.Done()
 		next, err := sql.Open("duckdb", "")
 		if err != nil {
 			return
@@ -79,11 +81,17 @@ func (e *Engine) freshDB() (*sql.DB, error) {
 		if c, err := next.Conn(context.Background()); err == nil {
 			c.Close() // the instance and an idle connection are ready
 		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		select {
 		case e.spare <- next:
+			if !e.closed {
+				return
+			}
+			<-e.spare
 		default:
-			next.Close()
 		}
+		next.Close()
 	}()
 	return db, nil
 }

@@ -222,25 +222,17 @@ func putRaw(o object, k string, v json.RawMessage) {
 
 // optInt reads o[k] as an integer column and removes it when it mapped (or
 // was null); a value that does not parse stays for extra.
-func optInt(o object, k string) *int64 {
-	if format.IsNull(o[k]) {
-		delete(o, k)
-		return nil
-	}
-	if v, ok := format.Int(o[k]); ok {
-		delete(o, k)
-		return &v
-	}
-	return nil
-}
+func optInt(o object, k string) *int64 { return optNumber(o, k, format.Int) }
 
 // optFloat is optInt for number columns.
-func optFloat(o object, k string) *float64 {
+func optFloat(o object, k string) *float64 { return optNumber(o, k, format.Float) }
+
+func optNumber[T int64 | float64](o object, k string, parse func(json.RawMessage) (T, bool)) *T {
 	if format.IsNull(o[k]) {
 		delete(o, k)
 		return nil
 	}
-	if v, ok := format.Float(o[k]); ok {
+	if v, ok := parse(o[k]); ok {
 		delete(o, k)
 		return &v
 	}

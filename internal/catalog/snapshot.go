@@ -275,7 +275,7 @@ func lineagePath(storeDir, uri string) string {
 }
 
 // snapshotID is a truncated BLAKE3 digest of what the Snapshot pins: Dataset
-// names, URIs and format hints, source paths, pinned references and
+// names, URIs (with their endpoint) and format hints, source paths, pinned references and
 // candidate errors (spec §7.3). It identifies a member/version view, not
 // content.
 func snapshotID(s *Snapshot) string {
@@ -289,6 +289,7 @@ func snapshotID(s *Snapshot) string {
 		field(d.Mount.Alias)
 		field(RedactURI(d.Mount.URI))
 		field(d.Mount.FormatHint)
+		field(d.Mount.Config.Endpoint) // the same URI on another endpoint is another Dataset
 		for _, src := range d.Sources {
 			field(src.File)
 			field(string(src.Kind))

@@ -196,3 +196,29 @@ func TestOptionsDescribedAndDefaulted(t *testing.T) {
 		t.Fatal("unknown option accepted")
 	}
 }
+
+func TestSnapshotIDCoversWhatIsPinned(t *testing.T) {
+	root := tree(t, map[string]string{"a.json": "{}"})
+	id := func(m DatasetMount) string {
+		snap, err := Build(context.Background(), []DatasetMount{m}, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		return snap.ID
+	}
+	base := DatasetMount{Alias: "d", URI: root}
+	other := base
+	other.Config.Endpoint = "http://127.0.0.1:1"
+	if id(base) != id(base) {
+		t.Fatal("snapshot_id must be deterministic")
+	}
+	if id(base) == id(other) {
+		t.Fatal("the same URI on another endpoint must give another snapshot_id")
+	}
+	before := id(base)
+	os.WriteFile(filepath.Join(root, "b.json"), []byte("{}"), 0o644)
+	if id(base) == before {
+		t.Fatal("a new member must change snapshot_id")
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -383,24 +382,7 @@ func (s *Snapshot) openReader(ctx context.Context, dirs []string) (*sql.DB, func
 		db.Close()
 		os.RemoveAll(spill)
 	}
-	allowed := []string{sqlString(spill + string(filepath.Separator))}
-	for _, d := range dirs {
-		allowed = append(allowed, sqlString(filepath.Clean(d)+string(filepath.Separator)))
-	}
-	o := s.Options
-	setup := []string{"SET memory_limit=" + sqlString(o.MemoryLimit)}
-	if o.Threads > 0 {
-		setup = append(setup, fmt.Sprintf("SET threads=%d", o.Threads))
-	}
-	setup = append(setup,
-		"SET temp_directory="+sqlString(spill),
-		"SET max_temp_directory_size="+sqlString(o.MaxSpillBytes),
-		"SET allowed_directories=["+strings.Join(allowed, ", ")+"]",
-		"SET enable_external_access=false",
-		"SET autoinstall_known_extensions=false",
-		"SET autoload_known_extensions=false",
-		"SET lock_configuration=true",
-	)
+	setup := append(s.Options.SandboxSettings(spill, dirs), LockConfiguration)
 	for _, stmt := range setup {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			cleanup()
@@ -409,9 +391,6 @@ func (s *Snapshot) openReader(ctx context.Context, dirs []string) (*sql.DB, func
 	}
 	return db, cleanup, nil
 }
-
-// sqlString returns s as a SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // storyKey orders rows of one source: a store may hold rows imported from
 // several files, so the import _file_ is part of a Storyline's key there.
@@ -452,7 +431,7 @@ func openCursor[T any](ctx context.Context, db *sql.DB, rel string, files []stri
 	}
 	quoted := make([]string, len(files))
 	for i, f := range files {
-		quoted[i] = sqlString(f)
+		quoted[i] = SQLString(f)
 	}
 	// ORDER BY uses DuckDB's default binary collation, the same byte order
 	// as storyKey.compare, so the three cursors merge correctly.

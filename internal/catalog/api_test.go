@@ -311,7 +311,7 @@ func TestReaderSandbox(t *testing.T) {
 	}
 	defer cleanup()
 	for _, q := range []string{
-		"SELECT * FROM read_csv(" + sqlString(filepath.Join(outside, "secret.csv")) + ")",
+		"SELECT * FROM read_csv(" + SQLString(filepath.Join(outside, "secret.csv")) + ")",
 		"SET enable_external_access=true",
 	} {
 		if _, err := db.Exec(q); err == nil {

@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -297,15 +296,8 @@ func (p *plan) report() []RelationReport {
 	return out
 }
 
-func threads(n int) int {
-	if n <= 0 {
-		return runtime.NumCPU()
-	}
-	return n
-}
-
 // quote returns s as a SQL string literal.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+func quote(s string) string { return catalog.SQLString(s) }
 
 // Ident returns s as a quoted SQL identifier.
 func Ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

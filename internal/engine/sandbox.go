@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -36,24 +35,14 @@ func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) 
 	if err != nil {
 		return fail(err)
 	}
-	o := e.snap.Options
-	setup := []string{
-		fmt.Sprintf("SET memory_limit=%s", quote(o.MemoryLimit)),
-		fmt.Sprintf("SET threads=%d", threads(o.Threads)),
-		fmt.Sprintf("SET temp_directory=%s", quote(spill)),
-		fmt.Sprintf("SET max_temp_directory_size=%s", quote(o.MaxSpillBytes)),
-		fmt.Sprintf("SET allowed_directories=[%s]", quoteList(p.dirs(spill))),
-		"SET enable_external_access=false",
-		"SET autoinstall_known_extensions=false",
-		"SET autoload_known_extensions=false",
-	}
+	setup := e.snap.Options.SandboxSettings(spill, p.dirs())
 	for _, d := range e.snap.Datasets {
 		setup = append(setup, e.schemaDDL(d, p)...)
 	}
 	if e.positional {
 		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
 	}
-	setup = append(setup, "SET lock_configuration=true")
+	setup = append(setup, catalog.LockConfiguration)
 	for _, stmt := range setup {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fail(fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err))
@@ -62,22 +51,15 @@ func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) 
 	return db, conn, nil
 }
 
-// dirs lists the directories the query may read: the resolved sources' and
-// the spill directory.
-func (p *plan) dirs(spill string) []string {
-	set := map[string]bool{spill: true}
+// dirs lists the directories of the resolved sources, which are all the
+// query may read besides its spill directory.
+func (p *plan) dirs() []string {
+	var out []string
 	for _, rp := range p.rels {
 		for _, r := range rp.resolved {
-			for _, d := range r.Dirs {
-				set[filepath.Clean(d)] = true
-			}
+			out = append(out, r.Dirs...)
 		}
 	}
-	out := make([]string, 0, len(set))
-	for d := range set {
-		out = append(out, d+string(filepath.Separator))
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -1,0 +1,48 @@
+package catalog
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// LockConfiguration is the last statement of a sandbox set-up, after the
+// caller has created its views: nothing can change a setting afterwards.
+const LockConfiguration = "SET lock_configuration=true"
+
+// SandboxSettings returns the DuckDB statements that confine an in-memory
+// instance for one query or read: the Options' memory, thread and spill
+// limits, spilling into spill, reading only under allowed (and spill), and
+// no external access or extension loading. Run them first, create views,
+// then run LockConfiguration. This is the second wall behind SQL
+// validation (DECISIONS §2), shared by the query engine and the Go API.
+func (o Options) SandboxSettings(spill string, allowed []string) []string {
+	set := map[string]bool{filepath.Clean(spill) + string(filepath.Separator): true}
+	for _, d := range allowed {
+		set[filepath.Clean(d)+string(filepath.Separator)] = true
+	}
+	dirs := make([]string, 0, len(set))
+	for d := range set {
+		dirs = append(dirs, SQLString(d))
+	}
+	sort.Strings(dirs)
+	threads := o.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	return []string{
+		"SET memory_limit=" + SQLString(o.MemoryLimit),
+		fmt.Sprintf("SET threads=%d", threads),
+		"SET temp_directory=" + SQLString(spill),
+		"SET max_temp_directory_size=" + SQLString(o.MaxSpillBytes),
+		"SET allowed_directories=[" + strings.Join(dirs, ", ") + "]",
+		"SET enable_external_access=false",
+		"SET autoinstall_known_extensions=false",
+		"SET autoload_known_extensions=false",
+	}
+}
+
+// SQLString returns s as a SQL string literal.
+func SQLString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -21,7 +21,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
@@ -105,8 +104,8 @@ func readCurrent(ctx context.Context, b objstore.Bucket, prefix string) (*objsto
 		return nil, "", err
 	}
 	name := strings.TrimSuffix(string(data), "\n")
-	if _, ok := genNumber(name); !ok {
-		return nil, "", fmt.Errorf("%s/%s: corrupt CURRENT %q", b, info.Key, truncate(name, 40))
+	if _, ok := storyline.ParseGenerationName(name); !ok {
+		return nil, "", fmt.Errorf("%s/%s: corrupt CURRENT %.40q", b, info.Key, name)
 	}
 	return &info, name, nil
 }
@@ -122,7 +121,7 @@ func highestGeneration(ctx context.Context, b objstore.Bucket, prefix string) (s
 	var bestName string
 	err := b.List(ctx, base+"gen-", func(o objstore.ObjectInfo) error {
 		name, _, _ := strings.Cut(strings.TrimPrefix(o.Key, base), "/")
-		if n, ok := genNumber(name); ok && n > best {
+		if n, ok := storyline.ParseGenerationName(name); ok && n > best {
 			best, bestName = n, name
 		}
 		return nil
@@ -250,22 +249,4 @@ func readSmall(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo)
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
-}
-
-// genNumber parses a generation directory name (gen- and at least six
-// digits), as the Storyline store names them.
-func genNumber(name string) (int64, bool) {
-	digits, ok := strings.CutPrefix(name, "gen-")
-	if !ok || len(digits) < 6 || strings.Trim(digits, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	return n, err == nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

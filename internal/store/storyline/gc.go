@@ -69,6 +69,6 @@ func collectable(name string, current int64) bool {
 	if strings.HasPrefix(name, tmpPrefix) {
 		return true
 	}
-	n, ok := parseGenName(name)
+	n, ok := ParseGenerationName(name)
 	return ok && n != current
 }

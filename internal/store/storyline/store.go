@@ -145,7 +145,7 @@ func (s *Store) current() (int64, error) {
 		return 0, fmt.Errorf("storyline: %w", err)
 	}
 	name := strings.TrimSuffix(string(data), "\n")
-	num, ok := parseGenName(name)
+	num, ok := ParseGenerationName(name)
 	if !ok {
 		return 0, fmt.Errorf("storyline: %s: corrupt: want a generation name like gen-000001, got %q", path, truncate(name, 40))
 	}
@@ -200,7 +200,7 @@ func (s *Store) nextNumber() (int64, error) {
 		next = cur + 1
 	}
 	for _, e := range entries {
-		if n, ok := parseGenName(e.Name()); ok && n >= next {
+		if n, ok := ParseGenerationName(e.Name()); ok && n >= next {
 			next = n + 1
 		}
 	}
@@ -209,7 +209,9 @@ func (s *Store) nextNumber() (int64, error) {
 
 func genName(n int64) string { return fmt.Sprintf("%s%06d", genPrefix, n) }
 
-func parseGenName(name string) (int64, bool) {
+// ParseGenerationName parses a generation directory name (gen- and at
+// least six digits) into its number.
+func ParseGenerationName(name string) (int64, bool) {
 	digits, ok := strings.CutPrefix(name, genPrefix)
 	if !ok || len(digits) < 6 {
 		return 0, false

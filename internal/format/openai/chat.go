@@ -271,8 +271,8 @@ func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
 func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMessage) int {
 	n := 0
 	if raw := m["tool_calls"]; !format.IsNull(raw) {
-		var calls []map[string]jsonx.RawMessage
-		if err := jsonx.Unmarshal(raw, &calls); err != nil {
+		calls := objects(raw)
+		if calls == nil {
 			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
 		}
 		for i, c := range calls {
@@ -281,8 +281,8 @@ func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMes
 		}
 	}
 	if raw := m["function_call"]; !format.IsNull(raw) {
-		var fn map[string]jsonx.RawMessage
-		if err := jsonx.Unmarshal(raw, &fn); err != nil {
+		fn := format.SplitObject(raw)
+		if fn == nil {
 			b.warnAt(at, "function_call is not an object; ignored", "function_call")
 			return n
 		}
@@ -295,6 +295,21 @@ func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMes
 	return n
 }
 
+// objects returns the objects of a JSON array, or nil when raw is not an
+// array of objects only.
+func objects(raw []byte) []map[string]jsonx.RawMessage {
+	msgs, err := decodeMessages(raw)
+	for _, m := range msgs {
+		if m == nil {
+			return nil
+		}
+	}
+	if err != nil {
+		return nil
+	}
+	return msgs
+}
+
 func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
 	id := format.FastString(c["id"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
@@ -303,14 +318,14 @@ func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at 
 	argKey := "arguments"
 	switch typ := format.String(c["type"]); typ {
 	case "custom":
-		_ = jsonx.Unmarshal(c["custom"], &fn)
+		fn = format.SplitObject(c["custom"])
 		argKey = "input"
 		known = append(known, "custom")
 	default:
 		if typ == "" || typ == "function" {
 			known = append(known, "type")
 		}
-		_ = jsonx.Unmarshal(c["function"], &fn)
+		fn = format.SplitObject(c["function"])
 	}
 	if fn == nil {
 		b.warnAt(at, "tool call has no function object", "tool_calls", i)

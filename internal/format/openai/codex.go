@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -41,7 +40,8 @@ type rolloutLine struct {
 // normalizeCodex reads a Codex CLI rollout: JSONL envelopes, or the older
 // single JSON document {session, items}. Both are one Storyline.
 func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br, release := format.Buffered(r)
+	defer release()
 	if _, err := firstByte(br); err != nil {
 		return format.Errorf(src, 0, "", "read: %w", err)
 	}

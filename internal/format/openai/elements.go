@@ -18,7 +18,8 @@ import (
 // fn names the line, or the element's JSON pointer. Elements are decoded
 // one at a time, so a large array is never held whole.
 func eachElement(ctx context.Context, r io.Reader, src format.Source, fn func(l loc, raw []byte) error) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br, release := format.Buffered(r)
+	defer release()
 	first, err := firstByte(br)
 	if err != nil {
 		return format.Errorf(src, 0, "", "read: %w", err)

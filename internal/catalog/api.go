@@ -369,13 +369,9 @@ func setFile(sl *model.Storyline, file string) {
 // and thread limits and a locked configuration: the same walls as the query
 // engine, for a reader that never runs user SQL.
 func (s *Snapshot) openReader(ctx context.Context, dirs []string) (*sql.DB, func(), error) {
-	spill, err := os.MkdirTemp(s.TempDir, "read-")
-	if err != nil {
-		return nil, nil, err
-	}
+	spill := s.SpillDir()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
-		os.RemoveAll(spill)
 		return nil, nil, err
 	}
 	cleanup := func() {

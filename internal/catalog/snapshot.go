@@ -42,6 +42,7 @@ type Snapshot struct {
 	batchMu          sync.Mutex        // serializes ResolveFiles batches
 	progress         func(sources int) // see WithProgress; build time only
 	resolves         atomic.Int64
+	spills           atomic.Int64 // names SpillDir
 	fallbackSessions atomic.Int64
 
 	buckets []objstore.Bucket // remote Datasets' clients (remote.go), closed by Close
@@ -54,6 +55,39 @@ func (s *Snapshot) FallbackSessions() int64 { return s.fallbackSessions.Load() }
 // Resolves counts LazySource resolutions so far (tests assert that building
 // a Snapshot or an engine resolves nothing).
 func (s *Snapshot) Resolves() int64 { return s.resolves.Load() }
+
+// SpillDir returns a new, unique path in the temp directory for one DuckDB
+// instance's spill files. It is not created: DuckDB creates it on its first
+// spill.
+func (s *Snapshot) SpillDir() string {
+	return filepath.Join(s.TempDir, fmt.Sprintf("spill-%d", s.spills.Add(1)))
+}
+
+// ReadableDirs lists every directory a query over the Snapshot may read,
+// and nothing else: the temp directory (normalized and downloaded sources,
+// events fallbacks) and the pinned generation and store directories of
+// local Storyline and events stores and their selected projections. The
+// query engine's sandbox allows exactly these.
+func (s *Snapshot) ReadableDirs() []string {
+	dirs := []string{s.TempDir}
+	for _, d := range s.Datasets {
+		for _, src := range d.Sources {
+			if src.Err != nil {
+				continue
+			}
+			switch rev := src.Revision.(type) {
+			case StorylineRevision:
+				dirs = append(dirs, rev.Generation.Dir)
+			case EventsRevision:
+				dirs = append(dirs, rev.Revision.Dir)
+			}
+			if p := src.selected(); p != nil {
+				dirs = append(dirs, p.Generation.Dir)
+			}
+		}
+	}
+	return dirs
+}
 
 // Dataset returns the Dataset with the given alias.
 func (s *Snapshot) Dataset(alias string) (*Dataset, bool) {

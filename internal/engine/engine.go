@@ -7,13 +7,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
@@ -33,66 +35,52 @@ type Engine struct {
 	// relation. Results must be identical either way; tests compare them.
 	NoPruning bool
 
-	// spare holds one fresh, never-configured DuckDB instance opened in the
-	// background after a query, so the next query does not wait for an
-	// instance to start (about 20 ms). It is exactly as fresh as one
-	// opened on demand.
-	spare  chan *sql.DB
-	mu     sync.Mutex // guards closed against the background opener
-	closed bool
+	// spare is the next query's instance, prepared in the background
+	// (instance.go); nil when none is being prepared.
+	spare   *pending
+	mu      sync.Mutex // guards spare, closed and analyses
+	closed  bool
+	closing sync.WaitGroup // used instances being closed in the background
+
+	readable []string // Snapshot.ReadableDirs
+
+	// analyses caches the analysis of recent SQL texts: it depends only on
+	// the text and the mounted aliases, which are fixed for the Engine.
+	analyses map[string]*query.Analysis
 }
 
 // New returns an engine over snap. parser may be shared between engines.
 func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine {
-	return &Engine{snap: snap, parser: parser, positional: positional, spare: make(chan *sql.DB, 1)}
+	return &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}}
 }
 
-// Close releases the spare instance. It does not wait for a background
-// open: that instance is closed by its opener.
-func (e *Engine) Close() {
+// maxCachedAnalyses bounds Engine.analyses (it is emptied when full).
+const maxCachedAnalyses = 256
+
+// analyze validates sqlText (see query.Parser.Analyze), reusing the
+// analysis of an identical text.
+func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, error) {
 	e.mu.Lock()
-	e.closed = true
+	an := e.analyses[sqlText]
 	e.mu.Unlock()
-	select {
-	case db := <-e.spare:
-		db.Close()
-	default:
+	if an != nil {
+		return an, nil
 	}
-}
-
-// freshDB returns a new in-memory DuckDB instance (the spare when one is
-// ready) and starts opening the next spare.
-func (e *Engine) freshDB() (*sql.DB, error) {
-	var db *sql.DB
-	select {
-	case db = <-e.spare:
-	default:
-		var err error
-		if db, err = sql.Open("duckdb", ""); err != nil {
-			return nil, err
-		}
+	aliases := make([]string, len(e.snap.Datasets))
+	for i, d := range e.snap.Datasets {
+		aliases[i] = d.Mount.Alias
 	}
-	go func() {
-		next, err := sql.Open("duckdb", "")
-		if err != nil {
-			return
-		}
-		if c, err := next.Conn(context.Background()); err == nil {
-			c.Close() // the instance and an idle connection are ready
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		select {
-		case e.spare <- next:
-			if !e.closed {
-				return
-			}
-			<-e.spare
-		default:
-		}
-		next.Close()
-	}()
-	return db, nil
+	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.positional})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.analyses) >= maxCachedAnalyses {
+		clear(e.analyses)
+	}
+	e.analyses[sqlText] = an
+	e.mu.Unlock()
+	return an, nil
 }
 
 // Result is a fully read query result.
@@ -124,11 +112,7 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	aliases := make([]string, len(e.snap.Datasets))
-	for i, d := range e.snap.Datasets {
-		aliases[i] = d.Mount.Alias
-	}
-	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.positional})
+	an, err := e.analyze(ctx, sqlText)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +120,12 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 	if err := e.resolve(ctx, plan); err != nil {
 		return nil, err
 	}
-	db, conn, err := e.open(ctx, plan)
+	inst, err := e.open(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	defer conn.Close()
-	res, err := run(ctx, conn, sqlText, opts.MaxOutputRows)
+	defer e.release(inst, true)
+	res, err := run(ctx, inst.conn, sqlText, opts.MaxOutputRows)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("query stopped: %w", ctx.Err())
@@ -204,13 +187,11 @@ func (e *Engine) plan(an *query.Analysis) *plan {
 	return p
 }
 
-func isRowRelation(rel string) bool {
-	switch rel {
-	case model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents:
-		return true
-	}
-	return false
-}
+// rowRelations are the relations whose rows come from sources (views);
+// sources and projections are the Snapshot's metadata (tables).
+var rowRelations = []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents}
+
+func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) }
 
 // resolve resolves every planned source in stable order, at most
 // max_concurrent_sources at a time. Any error fails the query: a source that
@@ -253,32 +234,35 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 			jobs = append(jobs, job{k.relation, rp, i})
 		}
 	}
-	sem := make(chan struct{}, e.snap.Options.MaxConcurrentSources)
+	// A fixed set of workers rather than a goroutine per source: a repeated
+	// query over thousands of already resolved sources is then only map
+	// lookups.
 	errs := make([]error, len(jobs))
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for n, j := range jobs {
+	for range min(e.snap.Options.MaxConcurrentSources, len(jobs)) {
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rel, j.rp.sessions)
+			for n := int(next.Add(1)) - 1; n < len(jobs); n = int(next.Add(1)) - 1 {
+				j := jobs[n]
+				j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rel, j.rp.sessions)
+			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (p *plan) keys() []relKey {
-	keys := make([]relKey, 0, len(p.rels))
-	for k := range p.rels {
+func (p *plan) keys() []relKey { return sortedRelKeys(p.rels) }
+
+func sortedRelKeys[V any](m map[relKey]V) []relKey {
+	keys := make([]relKey, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].dataset != keys[j].dataset {
-			return keys[i].dataset < keys[j].dataset
-		}
-		return keys[i].relation < keys[j].relation
+		return cmp.Or(strings.Compare(keys[i].dataset, keys[j].dataset), strings.Compare(keys[i].relation, keys[j].relation)) < 0
 	})
 	return keys
 }

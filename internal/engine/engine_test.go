@@ -289,3 +289,71 @@ func TestMaxOutputRows(t *testing.T) {
 	}
 	mustQuery(t, e, "SELECT * FROM runs LIMIT 3")
 }
+
+// TestInstanceReadsOnlyPinnedData checks the second wall on its own: below
+// SQL validation, a query's DuckDB instance cannot read a non-source file
+// inside the Dataset root or anything outside the Snapshot, nor change its
+// configuration, while its views still read the resolved data.
+func TestInstanceReadsOnlyPinnedData(t *testing.T) {
+	root := fixture(t, 2)
+	notes := filepath.Join(root, "a", "notes.csv")
+	if err := os.WriteFile(notes, []byte("a\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, e := open(t, root, catalog.DefaultOptions())
+	ctx := context.Background()
+	mustQuery(t, e, "SELECT count(*) FROM steps") // the spare now holds these views
+	an, err := e.analyze(ctx, "SELECT count(*) FROM steps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.plan(an)
+	if err := e.resolve(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release(inst, false)
+	var n int64
+	if err := inst.conn.QueryRowContext(ctx, "SELECT count(*) FROM steps").Scan(&n); err != nil || n == 0 {
+		t.Fatalf("views over the resolved data: n=%d, err=%v", n, err)
+	}
+	for _, q := range []string{
+		fmt.Sprintf("SELECT * FROM read_csv('%s')", notes),
+		fmt.Sprintf("SELECT * FROM read_text('%s')", filepath.Join(root, "a", "f000.jsonl")),
+		"SELECT * FROM read_text('/etc/passwd')",
+		"SET allowed_directories=['/']",
+		"SET enable_external_access=true",
+	} {
+		if _, err := inst.conn.ExecContext(ctx, q); err == nil {
+			t.Errorf("the instance accepted %s", q)
+		}
+	}
+}
+
+// TestPreparedInstanceMatchesItsQuery runs queries whose views differ one
+// after another on one engine, so each runs in an instance prepared with the
+// previous query's views: every result must equal that of a new engine.
+func TestPreparedInstanceMatchesItsQuery(t *testing.T) {
+	root := fixture(t, 6)
+	_, e := open(t, root, catalog.DefaultOptions())
+	queries := []string{
+		"SELECT _file_, count(*) FROM steps WHERE _file_ = 'a/f000.jsonl' GROUP BY 1",
+		"SELECT _file_, count(*) FROM steps WHERE _file_ = 'b/f001.jsonl' GROUP BY 1",
+		"SELECT count(*) FROM tool_calls",
+		"SELECT _file_, count(*) FROM steps GROUP BY 1",
+		"SELECT _file_, count(*) FROM steps WHERE _file_ = 'a/f000.jsonl' GROUP BY 1",
+		"SELECT count(*) FROM sources",
+		"SELECT count(*) FROM runs WHERE _file_ LIKE 'b/%'",
+	}
+	for _, q := range queries {
+		got := canonicalRows(mustQuery(t, e, q))
+		_, fresh := open(t, root, catalog.DefaultOptions())
+		want := canonicalRows(mustQuery(t, fresh, q))
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s: got %v, want %v", q, got, want)
+		}
+	}
+}

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -13,80 +11,79 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// open builds the per-query DuckDB instance: limits, the sandbox (only the
-// resolved data is readable; configuration locked), and every mounted
-// Dataset's six relations. This is the second wall behind SQL validation.
-func (e *Engine) open(ctx context.Context, p *plan) (*sql.DB, *sql.Conn, error) {
-	db, err := e.freshDB()
+// open returns a fresh instance sandboxed for one query: it can read only
+// the Snapshot's pinned data (and spill), its relations are views over
+// exactly the query's resolved sources, and its configuration is locked.
+// This is the second wall behind SQL validation.
+func (e *Engine) open(ctx context.Context, p *plan) (*instance, error) {
+	views := e.views(p)
+	inst, err := e.fresh(ctx, views)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	fail := func(err error) (*sql.DB, *sql.Conn, error) {
-		conn.Close()
-		db.Close()
-		return nil, nil, err
-	}
-	spill, err := os.MkdirTemp(e.snap.TempDir, "spill-")
-	if err != nil {
-		return fail(err)
-	}
-	setup := e.snap.Options.SandboxSettings(spill, p.dirs())
-	for _, d := range e.snap.Datasets {
-		setup = append(setup, e.schemaDDL(d, p)...)
-	}
-	if e.positional {
-		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
-	}
-	setup = append(setup, catalog.LockConfiguration)
-	for _, stmt := range setup {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fail(fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err))
+	var setup []string
+	for _, k := range sortedRelKeys(views) {
+		if inst.views[k] != views[k] {
+			setup = append(setup, viewDDL(k, views[k]))
+			inst.views[k] = views[k]
 		}
 	}
-	return db, conn, nil
+	for _, d := range e.snap.Datasets {
+		setup = append(setup, e.metadataDDL(d, p)...)
+	}
+	setup = append(setup, catalog.LockConfiguration)
+	if err := inst.exec(ctx, setup); err != nil {
+		e.release(inst, false)
+		return nil, err
+	}
+	return inst, nil
 }
 
-// dirs lists the directories of the resolved sources, which are all the
-// query may read besides its spill directory.
-func (p *plan) dirs() []string {
-	var out []string
-	for _, rp := range p.rels {
-		for _, r := range rp.resolved {
-			out = append(out, r.Dirs...)
+// schemaDDL creates one Dataset's schema with its six relations and their
+// fixed schemas: sources and projections as empty tables, the row relations
+// as views with the given bodies.
+func schemaDDL(alias string, views map[relKey]string) []string {
+	schema := Ident(alias)
+	stmts := []string{"CREATE SCHEMA " + schema, tableDDL(schema, model.RelSources), tableDDL(schema, model.RelProjections)}
+	for _, rel := range rowRelations {
+		k := relKey{alias, rel}
+		stmts = append(stmts, viewDDL(k, views[k]))
+	}
+	return stmts
+}
+
+func viewDDL(k relKey, body string) string {
+	return fmt.Sprintf("CREATE OR REPLACE VIEW %s.%s AS %s", Ident(k.dataset), Ident(k.relation), body)
+}
+
+// views returns the body of every row relation's view for a query: a scan
+// of exactly the resolved sources (one: a plain scan; more: UNION ALL), or
+// an empty typed scan.
+func (e *Engine) views(p *plan) map[relKey]string {
+	out := map[relKey]string{}
+	for _, d := range e.snap.Datasets {
+		for _, rel := range rowRelations {
+			k := relKey{d.Mount.Alias, rel}
+			out[k] = emptyScan(rel)
+			if scans := scans(rel, p.rels[k]); len(scans) > 0 {
+				out[k] = strings.Join(scans, "\nUNION ALL\n")
+			}
 		}
 	}
 	return out
 }
 
-// schemaDDL creates one Dataset's schema: sources and projections as tables
-// of the Snapshot's metadata (filled only when the query references them, so
-// a Dataset of 10,000 sources costs nothing to a query that does not ask),
-// and the row relations as views over exactly
-// the resolved sources (zero: an empty typed view; one: a plain scan; more:
-// UNION ALL).
-func (e *Engine) schemaDDL(d *catalog.Dataset, p *plan) []string {
+// metadataDDL fills a Dataset's sources and projections tables when the
+// query references them, so a Dataset of 10,000 sources costs nothing to a
+// query that does not ask.
+func (e *Engine) metadataDDL(d *catalog.Dataset, p *plan) []string {
 	schema := Ident(d.Mount.Alias)
-	stmts := []string{"CREATE SCHEMA " + schema}
-	var sources, projections [][]any
+	var stmts []string
 	if p.meta[relKey{d.Mount.Alias, model.RelSources}] {
-		sources = rowValues(d.SourceRows())
+		stmts = append(stmts, insertDDL(schema, model.RelSources, rowValues(d.SourceRows()))...)
 	}
 	if p.meta[relKey{d.Mount.Alias, model.RelProjections}] {
-		projections = rowValues(d.ProjectionRows())
-	}
-	stmts = append(stmts, tableDDL(schema, model.RelSources, sources)...)
-	stmts = append(stmts, tableDDL(schema, model.RelProjections, projections)...)
-	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents} {
-		body := emptyScan(rel)
-		if scans := scans(rel, p.rels[relKey{d.Mount.Alias, rel}]); len(scans) > 0 {
-			body = strings.Join(scans, "\nUNION ALL\n")
-		}
-		stmts = append(stmts, fmt.Sprintf("CREATE VIEW %s.%s AS %s", schema, Ident(rel), body))
+		stmts = append(stmts, insertDDL(schema, model.RelProjections, rowValues(d.ProjectionRows()))...)
 	}
 	return stmts
 }
@@ -179,14 +176,20 @@ func emptyScan(rel string) string {
 	return "SELECT " + strings.Join(sel, ", ") + " WHERE false"
 }
 
-// tableDDL creates a metadata table with its fixed schema and rows.
-func tableDDL(schema, rel string, rows [][]any) []string {
+// tableDDL creates an empty metadata table with its fixed schema.
+func tableDDL(schema, rel string) string {
 	cols := model.Schemas[rel]
 	defs := make([]string, len(cols))
 	for i, c := range cols {
 		defs[i] = Ident(c.Name) + " " + c.SQLType
 	}
-	stmts := []string{fmt.Sprintf("CREATE TABLE %s.%s (%s)", schema, Ident(rel), strings.Join(defs, ", "))}
+	return fmt.Sprintf("CREATE TABLE %s.%s (%s)", schema, Ident(rel), strings.Join(defs, ", "))
+}
+
+// insertDDL fills a metadata table, a batch of rows per statement.
+func insertDDL(schema, rel string, rows [][]any) []string {
+	cols := model.Schemas[rel]
+	var stmts []string
 	const batch = 500
 	for start := 0; start < len(rows); start += batch {
 		end := min(start+batch, len(rows))

@@ -2,15 +2,15 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Names that mark composite roots (spec §5.1–5.2, DECISIONS §3).
@@ -69,7 +69,7 @@ func discover(ctx context.Context, root string, opts Options, progress func(sour
 	if kind, ok := compositeKind(root); ok {
 		return []*DiscoveredSource{storeSource(root, ".", kind)}, nil
 	}
-	if err := d.walk(root, ""); err != nil {
+	if err := d.walkAndPin(filepath.Clean(root)); err != nil {
 		return nil, err
 	}
 	return d.out, nil
@@ -82,6 +82,7 @@ type discoverer struct {
 	progress func(sources int)
 	entries  int
 	out      []*DiscoveredSource
+	pins     chan pinJob // to the pinning workers (see pinFiles)
 }
 
 func (d *discoverer) report() {
@@ -90,30 +91,52 @@ func (d *discoverer) report() {
 	}
 }
 
+// walkAndPin lists the tree in stable order on one goroutine, adding each file
+// source in place, and hands the files of every directory to the pinning
+// workers: pinning needs one lstat per file, which costs several times the
+// walk itself, so the two overlap and the lstats run on every CPU.
+func (d *discoverer) walkAndPin(root string) error {
+	d.pins = make(chan pinJob, 64)
+	var wg sync.WaitGroup
+	for range max(2, runtime.NumCPU()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for job := range d.pins {
+				job.pin()
+			}
+		}()
+	}
+	err := d.walk(root, "")
+	close(d.pins)
+	wg.Wait()
+	return err
+}
+
 func (d *discoverer) walk(dir, rel string) error {
 	if err := d.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := d.readDir(dir)
+	f, entries, err := d.readDir(dir)
 	if err != nil {
 		return err
 	}
-	var files []*DiscoveredSource
+	files := &pinDir{f: f, path: dir}
+	defer files.send(d.pins)
 	for _, e := range entries {
-		name := e.Name()
-		path := filepath.Join(dir, name)
+		name, typ := e.name, e.typ
+		if typ&os.ModeSymlink != 0 || !(typ.IsDir() || typ.IsRegular() && isPeripheral(name)) {
+			// Symlinks are not followed: that avoids cycles, out-of-tree reads
+			// and duplicate identities.
+			continue
+		}
+		path := joinName(dir, name)
 		childRel := name
 		if rel != "" {
 			childRel = rel + "/" + name
 		}
 		switch {
-		case e.Type()&os.ModeSymlink != 0:
-			// Not followed: avoids cycles, out-of-tree reads and duplicate identities.
-		case e.IsDir():
-			if err := d.flush(files); err != nil {
-				return err
-			}
-			files = files[:0]
+		case typ.IsDir():
 			if kind, ok := compositeKind(path); ok {
 				if err := d.add(storeSource(path, childRel, kind)); err != nil {
 					return err
@@ -123,76 +146,99 @@ func (d *discoverer) walk(dir, rel string) error {
 			if err := d.walk(path, childRel); err != nil {
 				return err
 			}
-		case e.Type().IsRegular() && isPeripheral(name):
-			files = append(files, &DiscoveredSource{File: childRel, Path: path, Kind: KindFile})
+		default:
+			src := &DiscoveredSource{File: childRel, Path: path, Kind: KindFile}
+			if err := d.add(src); err != nil {
+				return err
+			}
+			files.add(src, name)
 		}
 	}
-	return d.flush(files)
-}
-
-// statWorkers bounds concurrent lstat calls: pinning needs one per file,
-// and on large trees those syscalls, not the walk, dominate.
-const statWorkers = 16
-
-// flush pins a run of sibling files (concurrently) and adds them in order.
-func (d *discoverer) flush(files []*DiscoveredSource) error {
-	if len(files) == 0 {
-		return nil
-	}
-	if len(d.out)+len(files) > d.opts.MaxFiles {
-		return &LimitError{Setting: "max_files", Limit: d.opts.MaxFiles, Root: d.root}
-	}
-	var wg sync.WaitGroup
-	next := make(chan *DiscoveredSource)
-	for w := 0; w < min(statWorkers, len(files)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for src := range next {
-				fi, err := os.Lstat(src.Path)
-				if err != nil {
-					src.Err = err
-					continue
-				}
-				*src = *fileSource(src.Path, src.File, fi)
-			}
-		}()
-	}
-	for _, f := range files {
-		next <- f
-	}
-	close(next)
-	wg.Wait()
-	d.out = append(d.out, files...)
-	d.report()
 	return nil
 }
 
-// readDir reads one directory in batches, so that an enormous directory
-// fails at max_entries+1 without first being listed whole, then sorts it.
-func (d *discoverer) readDir(dir string) ([]os.DirEntry, error) {
+// pinDir is an open directory whose file sources are pinned by lstat
+// relative to it (no path lookup per file), in chunks spread over the
+// workers; the last chunk to finish closes it.
+type pinDir struct {
+	f       *os.File
+	path    string
+	srcs    []*DiscoveredSource
+	names   []string
+	pending atomic.Int32
+}
+
+type pinJob struct {
+	dir        *pinDir
+	start, end int
+}
+
+// pinChunk is the number of files one pinning job stats.
+const pinChunk = 256
+
+func (p *pinDir) add(src *DiscoveredSource, name string) {
+	p.srcs = append(p.srcs, src)
+	p.names = append(p.names, name)
+}
+
+// send queues the directory's files for pinning (or closes it when it has
+// none).
+func (p *pinDir) send(pins chan<- pinJob) {
+	if len(p.srcs) == 0 {
+		p.f.Close()
+		return
+	}
+	p.pending.Store(int32((len(p.srcs) + pinChunk - 1) / pinChunk))
+	for start := 0; start < len(p.srcs); start += pinChunk {
+		pins <- pinJob{p, start, min(start+pinChunk, len(p.srcs))}
+	}
+}
+
+func (j pinJob) pin() {
+	p := j.dir
+	for i := j.start; i < j.end; i++ {
+		src := p.srcs[i]
+		rev, err := lstatAt(p.f, p.path, p.names[i])
+		if err != nil {
+			src.Err = err
+			continue
+		}
+		src.Size, src.ModTime, src.Revision = rev.Size, rev.ModTime, rev
+	}
+	if p.pending.Add(-1) == 0 {
+		p.f.Close()
+	}
+}
+
+// dirEntry is a directory entry as the walk needs it: a name and a type.
+type dirEntry struct {
+	name string
+	typ  os.FileMode // os.ModeDir, os.ModeSymlink, 0 (regular) or other type bits
+}
+
+// readDir opens and reads one directory in batches, so that an enormous
+// directory fails at max_entries+1 without first being listed whole, then
+// sorts it. The directory stays open for pinning its files.
+func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	var all []os.DirEntry
-	for {
-		batch, err := f.ReadDir(1024)
+	var all []dirEntry
+	err = readEntries(f, func(batch []dirEntry) error {
 		d.entries += len(batch)
 		if d.entries > d.opts.MaxEntries {
-			return nil, &LimitError{Setting: "max_entries", Limit: d.opts.MaxEntries, Root: d.root}
+			return &LimitError{Setting: "max_entries", Limit: d.opts.MaxEntries, Root: d.root}
 		}
 		all = append(all, batch...)
-		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		f.Close()
+		return nil, nil, err
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Name() < all[j].Name() })
-	return all, nil
+	slices.SortFunc(all, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	return f, all, nil
 }
 
 func (d *discoverer) add(s *DiscoveredSource) error {
@@ -224,10 +270,23 @@ func isFile(path string) bool {
 }
 
 // isPeripheral reports whether a file found by a walk is a candidate
-// source: a .json, .jsonl or .ndjson file.
+// source: a .json, .jsonl or .ndjson file (any case).
 func isPeripheral(name string) bool {
-	n := strings.ToLower(name)
-	return strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl") || strings.HasSuffix(n, ".ndjson")
+	for _, ext := range []string{".json", ".jsonl", ".ndjson"} {
+		if len(name) >= len(ext) && strings.EqualFold(name[len(name)-len(ext):], ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// joinName is filepath.Join for a clean directory and an entry name read
+// from it, without Join's cleaning pass (it showed in walks of large trees).
+func joinName(dir, name string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
 }
 
 // PeripheralFiles lists the trajectory files under root for commands that
@@ -254,7 +313,7 @@ func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, err
 
 func fileSource(path, rel string, fi os.FileInfo) *DiscoveredSource {
 	rev := fileRevision(fi)
-	return &DiscoveredSource{File: rel, Path: path, Kind: KindFile, Size: fi.Size(), ModTime: fi.ModTime(), Revision: rev}
+	return &DiscoveredSource{File: rel, Path: path, Kind: KindFile, Size: rev.Size, ModTime: rev.ModTime, Revision: rev}
 }
 
 func storeSource(path, rel string, kind SourceKind) *DiscoveredSource {

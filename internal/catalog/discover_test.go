@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +221,44 @@ func TestSnapshotIDCoversWhatIsPinned(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "b.json"), []byte("{}"), 0o644)
 	if id(base) == before {
 		t.Fatal("a new member must change snapshot_id")
+	}
+}
+
+// TestDiscoverPinsMatchLstat: the walk pins files concurrently, relative to
+// their open directory, in chunks; every pin must equal what os.Lstat says
+// of the file, in stable path order, across chunk boundaries.
+func TestDiscoverPinsMatchLstat(t *testing.T) {
+	files := map[string]string{}
+	for i := 0; i < 2*pinChunk+7; i++ {
+		files[fmt.Sprintf("big/f%04d.jsonl", i)] = strings.Repeat("x", i)
+	}
+	for i := 0; i < 40; i++ {
+		files[fmt.Sprintf("d%02d/sub/run.JSON", i)] = fmt.Sprint(i)
+	}
+	root := tree(t, files)
+	got, err := Discover(context.Background(), root+string(filepath.Separator), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(files) {
+		t.Fatalf("%d sources, want %d", len(got), len(files))
+	}
+	for i, s := range got {
+		if i > 0 && got[i-1].File >= s.File {
+			t.Fatalf("order: %s before %s", got[i-1].File, s.File)
+		}
+		if want := filepath.Join(root, filepath.FromSlash(s.File)); s.Path != want {
+			t.Fatalf("path %q, want %q", s.Path, want)
+		}
+		fi, err := os.Lstat(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fileRevision(fi); s.Revision != want || s.Size != want.Size || !s.ModTime.Equal(want.ModTime) {
+			t.Fatalf("%s: pinned %+v, lstat says %+v", s.File, s.Revision, want)
+		}
+		if err := s.Revision.(FileRevision).Verify(s.File, s.Path); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

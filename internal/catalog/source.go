@@ -42,11 +42,6 @@ func (r FileRevision) Ref() string {
 	return fmt.Sprintf("size=%d;mtime=%s;dev=%d;ino=%d", r.Size, r.ModTime.UTC().Format(time.RFC3339Nano), r.Dev, r.Inode)
 }
 
-func fileRevision(fi os.FileInfo) FileRevision {
-	dev, ino := devIno(fi)
-	return FileRevision{Size: fi.Size(), ModTime: fi.ModTime(), Dev: dev, Inode: ino}
-}
-
 // ErrSourceChanged is returned when a pinned local file no longer matches
 // its fingerprint: the query fails rather than mixing versions.
 type ErrSourceChanged struct {

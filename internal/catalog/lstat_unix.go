@@ -1,0 +1,36 @@
+//go:build unix
+
+package catalog
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func fileRevision(fi os.FileInfo) FileRevision {
+	rev := FileRevision{Size: fi.Size(), ModTime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		rev.Dev, rev.Inode = uint64(st.Dev), uint64(st.Ino)
+	}
+	return rev
+}
+
+// lstatAt pins the file name of the open directory dir (at dirPath) without
+// following a symlink, relative to the directory: no path lookup per file.
+func lstatAt(dir *os.File, dirPath, name string) (FileRevision, error) {
+	var st unix.Stat_t
+	var err error
+	for {
+		if err = unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return FileRevision{}, &os.PathError{Op: "lstat", Path: filepath.Join(dirPath, name), Err: err}
+	}
+	return FileRevision{Size: st.Size, ModTime: time.Unix(st.Mtim.Unix()), Dev: uint64(st.Dev), Inode: uint64(st.Ino)}, nil
+}

@@ -66,9 +66,8 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 			defer wg.Done()
 			for i := range work {
 				s := claimed[i]
-				rev := s.Revision.(FileRevision)
 				snap.resolves.Add(1)
-				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, func() error { return rev.Verify(s.File, s.Path) }, add)
+				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(s.Revision.(FileRevision)), add)
 			}
 		}()
 	}

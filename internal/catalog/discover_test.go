@@ -257,7 +257,7 @@ func TestDiscoverPinsMatchLstat(t *testing.T) {
 		if want := fileRevision(fi); s.Revision != want || s.Size != want.Size || !s.ModTime.Equal(want.ModTime) {
 			t.Fatalf("%s: pinned %+v, lstat says %+v", s.File, s.Revision, want)
 		}
-		if err := s.Revision.(FileRevision).Verify(s.File, s.Path); err != nil {
+		if err := s.Revision.(FileRevision).Check(s.File, fi); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -236,17 +236,22 @@ func (s *Source) scratch(fill func(add func(*model.Storyline) error) error) (*Re
 // read: a file changed in between fails the query rather than mixing
 // versions.
 func (s *Source) normalizeFile(ctx context.Context, rev FileRevision) (*Resolved, error) {
-	return s.normalizePath(ctx, s.Path, func() error { return rev.Verify(s.File, s.Path) })
+	return s.normalizePath(ctx, s.Path, s.checkPin(rev))
+}
+
+// checkPin compares the open source file with its pin (ingest.Options.Check).
+func (s *Source) checkPin(rev FileRevision) func(os.FileInfo) error {
+	return func(fi os.FileInfo) error { return rev.Check(s.File, fi) }
 }
 
 // normalizePath normalizes the local file at path (the source itself, or a
 // verified download of a remote one, see remote.go) into the Snapshot's temp
 // directory.
-func (s *Source) normalizePath(ctx context.Context, path string, verify func() error) (*Resolved, error) {
+func (s *Source) normalizePath(ctx context.Context, path string, check func(os.FileInfo) error) (*Resolved, error) {
 	var format string
 	res, err := s.scratch(func(add func(*model.Storyline) error) error {
 		var err error
-		format, err = s.normalizeInto(ctx, path, verify, add)
+		format, err = s.normalizeInto(ctx, path, check, add)
 		return err
 	})
 	if err != nil {
@@ -258,23 +263,13 @@ func (s *Source) normalizePath(ctx context.Context, path string, verify func() e
 }
 
 // normalizeInto normalizes the local file at path through add and returns
-// its detected format; verify, when set, re-checks the pin before and after
-// the read.
-func (s *Source) normalizeInto(ctx context.Context, path string, verify func() error, add func(*model.Storyline) error) (string, error) {
-	if verify != nil {
-		if err := verify(); err != nil {
-			return "", err
-		}
-	}
-	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes}
+// its detected format; check, when set, re-checks the pin on the open file
+// before and after the read.
+func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, error) {
+	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
 	if err != nil {
 		return "", err
-	}
-	if verify != nil {
-		if err := verify(); err != nil {
-			return "", err
-		}
 	}
 	return det.Format, nil
 }

@@ -53,12 +53,8 @@ func (e *ErrSourceChanged) Error() string {
 	return fmt.Sprintf("source %s changed since the Snapshot was built (pinned %s, now %s)", e.File, e.Pinned.Ref(), e.Seen.Ref())
 }
 
-// Verify re-checks a local file against its pin.
-func (r FileRevision) Verify(file, path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", file, err)
-	}
+// Check compares what fi says of a local file with its pin.
+func (r FileRevision) Check(file string, fi os.FileInfo) error {
 	seen := fileRevision(fi)
 	if seen.Size != r.Size || !seen.ModTime.Equal(r.ModTime) || seen.Dev != r.Dev || seen.Inode != r.Inode {
 		return &ErrSourceChanged{File: file, Pinned: r, Seen: seen}

@@ -50,8 +50,11 @@ type Engine struct {
 }
 
 // New returns an engine over snap. parser may be shared between engines.
+// It starts preparing an instance in the background but resolves nothing.
 func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine {
-	return &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}}
+	e := &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}}
+	e.prepare(nil) // the first query's instance starts while it is analyzed and resolved
+	return e
 }
 
 // maxCachedAnalyses bounds Engine.analyses (it is emptied when full).
@@ -206,7 +209,11 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 	// scratch files first, one batch per Dataset (_file_ is unique only
 	// within a Dataset); the per-source calls below then hit the cache.
 	files := map[string][]*catalog.Source{}
-	seen := map[*catalog.Source]bool{}
+	n := 0
+	for _, rp := range p.rels {
+		n += len(rp.sources)
+	}
+	seen := make(map[*catalog.Source]bool, n)
 	for _, k := range p.keys() {
 		if k.relation == model.RelEvents {
 			continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -43,7 +44,7 @@ func (e *Engine) abandon(p *pending) {
 }
 
 // newInstance opens and prepares an instance whose row relations are views
-// with the given bodies (views covers every Dataset's row relations).
+// with the given bodies (an empty typed scan where views has none).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*instance, error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -57,7 +58,11 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*ins
 	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}}
 	setup := e.snap.Options.InstanceSettings(inst.spill)
 	for _, d := range e.snap.Datasets {
-		setup = append(setup, schemaDDL(d.Mount.Alias, views)...)
+		for _, rel := range rowRelations {
+			k := relKey{d.Mount.Alias, rel}
+			inst.views[k] = cmp.Or(views[k], emptyScan(rel))
+		}
+		setup = append(setup, schemaDDL(d.Mount.Alias, inst.views)...)
 	}
 	if e.positional {
 		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
@@ -66,9 +71,6 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*ins
 	if err := inst.exec(ctx, setup); err != nil {
 		inst.close()
 		return nil, err
-	}
-	for k, v := range views {
-		inst.views[k] = v
 	}
 	return inst, nil
 }
@@ -129,12 +131,25 @@ func (e *Engine) release(inst *instance, prepare bool) {
 		defer e.closing.Done()
 		inst.close()
 	}()
-	if !prepare || e.spare != nil {
+	if prepare {
+		e.prepareLocked(inst.views)
+	}
+}
+
+// prepare starts preparing the next query's instance with the given views
+// (nil: all empty) unless one is already being prepared.
+func (e *Engine) prepare(views map[relKey]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.prepareLocked(views)
+}
+
+func (e *Engine) prepareLocked(views map[relKey]string) {
+	if e.closed || e.spare != nil {
 		return
 	}
 	p := &pending{ready: make(chan struct{})}
 	e.spare = p
-	views := inst.views
 	go func() {
 		next, _ := e.newInstance(context.Background(), views) // on failure the query prepares its own
 		e.mu.Lock()

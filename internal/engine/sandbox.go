@@ -99,7 +99,7 @@ func scans(rel string, rp *relPlan) []string {
 	}
 	var fileParts []string
 	seenFile := map[string]bool{}
-	hits := map[string]bool{}
+	hits := make(map[string]bool, len(rp.sources))
 	var owners []string // of each shared file set once (sets are shared by many sources)
 	var out []string
 	for i, src := range rp.sources {

@@ -5,6 +5,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -26,6 +27,11 @@ type Options struct {
 	MaxDetectionBytes int64
 	// MaxFileBytes rejects larger files before reading them (0 = no limit).
 	MaxFileBytes int64
+	// Check, when set, is given NormalizeFile's file as it was opened
+	// (before anything is read) and again after normalization, both by
+	// fstat of the open file: an error fails the file. Snapshots use it to
+	// re-check their pin, so a file that changed is never half read.
+	Check func(fi os.FileInfo) error
 }
 
 func (o Options) detectionBytes() int64 {
@@ -114,16 +120,55 @@ func NormalizeFile(ctx context.Context, path, file string, opts Options, emit fo
 		return Detection{}, err
 	}
 	defer f.Close()
-	if opts.MaxFileBytes > 0 {
-		st, err := f.Stat()
-		if err != nil {
+	st, err := f.Stat()
+	if err != nil {
+		return Detection{}, err
+	}
+	if opts.Check != nil {
+		if err := opts.Check(st); err != nil {
 			return Detection{}, err
 		}
-		if st.Size() > opts.MaxFileBytes {
-			return Detection{}, fmt.Errorf("%s: %d bytes exceeds max_file_bytes (%d)", path, st.Size(), opts.MaxFileBytes)
+	}
+	if opts.MaxFileBytes > 0 && st.Size() > opts.MaxFileBytes {
+		return Detection{}, fmt.Errorf("%s: %d bytes exceeds max_file_bytes (%d)", path, st.Size(), opts.MaxFileBytes)
+	}
+	src := format.Source{Path: path, File: file}
+	det, err := normalizeOpen(ctx, f, st.Size(), src, opts, emit)
+	if err != nil {
+		return det, err
+	}
+	if opts.Check != nil {
+		st, err := f.Stat()
+		if err != nil {
+			return det, err
+		}
+		if err := opts.Check(st); err != nil {
+			return det, err
 		}
 	}
-	return Normalize(ctx, f, format.Source{Path: path, File: file}, opts, emit)
+	return det, nil
+}
+
+// normalizeOpen normalizes an open file of the given size. A small file
+// (most trajectory files are) is read once and detected and normalized from
+// memory, rather than read twice.
+func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
+	limit := opts.detectionBytes()
+	if size >= limit {
+		return Normalize(ctx, f, src, opts, emit)
+	}
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case err == nil: // it grew since it was opened: read it as a stream
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+		}
+		return Normalize(ctx, f, src, opts, emit)
+	case err != io.EOF && err != io.ErrUnexpectedEOF:
+		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	return normalizeProbed(ctx, format.NewProbe(src.Path, data[:n], false), bytes.NewReader(data[:n]), src, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
@@ -132,12 +177,18 @@ func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Opt
 	if err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	return normalizeProbed(ctx, p, r, src, emit)
+}
+
+// normalizeProbed detects the format from p, the prefix of r, and
+// normalizes r (read from its start).
+func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, emit format.Emit) (Detection, error) {
 	det, err := Detect(p)
 	if err != nil {
 		return det, err
-	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
-		return det, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, emit))
 }

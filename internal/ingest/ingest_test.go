@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -110,5 +111,69 @@ func TestRepeatedSessionIDsAreRenamed(t *testing.T) {
 			t.Fatalf("ids not unique: %v", ids)
 		}
 		seen[id] = true
+	}
+}
+
+// TestSmallFilesReadOnceEqualStreaming: NormalizeFile reads a file smaller
+// than the detection limit into memory once; every sample must normalize to
+// exactly what the streaming path (Normalize on the open file) gives.
+func TestSmallFilesReadOnceEqualStreaming(t *testing.T) {
+	root := testutil.SamplesDir(t)
+	collect := func(out *[]string) format.Emit {
+		return func(sl *model.Storyline) error {
+			b, err := jsonx.Marshal(sl)
+			*out = append(*out, string(b))
+			return err
+		}
+	}
+	for _, rel := range testutil.SampleFiles(t) {
+		path := filepath.Join(root, rel)
+		var whole, streamed []string
+		if _, err := NormalizeFile(context.Background(), path, rel, Options{}, collect(&whole)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Normalize(context.Background(), f, format.Source{Path: path, File: rel}, Options{}, collect(&streamed))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(whole, "\n") != strings.Join(streamed, "\n") {
+			t.Errorf("%s: reading the file once gives different Storylines than streaming it", rel)
+		}
+	}
+}
+
+// TestCheckRunsBeforeAndAfterTheRead: Options.Check sees the open file
+// before anything is read and again after normalization; either failing
+// fails the file (a Snapshot's pin check relies on both).
+func TestCheckRunsBeforeAndAfterTheRead(t *testing.T) {
+	path := filepath.Join(testutil.SamplesDir(t), testutil.SampleFiles(t)[0])
+	changed := errors.New("changed")
+	for failAt := 1; failAt <= 2; failAt++ {
+		calls, emitted := 0, 0
+		opts := Options{Check: func(fi os.FileInfo) error {
+			calls++
+			if fi.Size() == 0 {
+				t.Error("Check got no file information")
+			}
+			if calls == failAt {
+				return changed
+			}
+			return nil
+		}}
+		_, err := NormalizeFile(context.Background(), path, "x", opts, func(*model.Storyline) error { emitted++; return nil })
+		if !errors.Is(err, changed) {
+			t.Fatalf("failing check %d: err = %v", failAt, err)
+		}
+		if failAt == 1 && emitted > 0 {
+			t.Fatal("the file was read although the first check failed")
+		}
+		if failAt == 2 && emitted == 0 {
+			t.Fatal("the second check did not come after normalization")
+		}
 	}
 }

@@ -114,6 +114,7 @@ func pointQuery(ctx context.Context, parser *query.Parser, small, large int) {
 			})
 			build, q = min(build, b), min(q, d)
 			resolves = snap.Resolves()
+			e.Close()
 			snap.Close()
 		}
 		return build, q, resolves
@@ -192,8 +193,17 @@ FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true,
 	}
 	fmt.Printf("first aggregate, new Snapshot (normalizes %d sources; median of %d): %v; duckdb read_json: %v; ratio %.2fx (goal <= 1.5x)\n",
 		snap.Resolves(), len(first), median(first).Round(time.Millisecond), median(duckJSON).Round(time.Millisecond), ratio(median(first), median(duckJSON)))
+	fmt.Println("rounds (ms):", ms(first), ms(duckJSON), ms(again), ms(duckParquet))
 	fmt.Printf("same aggregate again (median of %d): %v; duckdb read_parquet on the normalized files: %v; ratio %.2fx (goal <= 1.2x)\n",
 		len(again), median(again).Round(100*time.Microsecond), median(duckParquet).Round(100*time.Microsecond), ratio(median(again), median(duckParquet)))
+}
+
+func ms(ds []time.Duration) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Milliseconds()
+	}
+	return out
 }
 
 func median(ds []time.Duration) time.Duration {

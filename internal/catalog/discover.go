@@ -123,6 +123,7 @@ func (d *discoverer) walk(dir, rel string) error {
 	}
 	files := &pinDir{f: f, path: dir}
 	defer files.send(d.pins)
+	var slab []DiscoveredSource // one allocation for the directory's file sources
 	for _, e := range entries {
 		name, typ := e.name, e.typ
 		if typ&os.ModeSymlink != 0 || !(typ.IsDir() || typ.IsRegular() && isPeripheral(name)) {
@@ -131,10 +132,7 @@ func (d *discoverer) walk(dir, rel string) error {
 			continue
 		}
 		path := joinName(dir, name)
-		childRel := name
-		if rel != "" {
-			childRel = rel + "/" + name
-		}
+		childRel := relName(path, rel, name)
 		switch {
 		case typ.IsDir():
 			if kind, ok := compositeKind(path); ok {
@@ -147,7 +145,11 @@ func (d *discoverer) walk(dir, rel string) error {
 				return err
 			}
 		default:
-			src := &DiscoveredSource{File: childRel, Path: path, Kind: KindFile}
+			if slab == nil {
+				slab = make([]DiscoveredSource, 0, len(entries))
+			}
+			slab = append(slab, DiscoveredSource{File: childRel, Path: path, Kind: KindFile})
+			src := &slab[len(slab)-1]
 			if err := d.add(src); err != nil {
 				return err
 			}
@@ -278,6 +280,19 @@ func isPeripheral(name string) bool {
 		}
 	}
 	return false
+}
+
+// relName is the Dataset-relative name of the entry name at path, whose
+// directory's relative name is rel. With '/' separators it is the tail of
+// path, sharing its bytes (one string less per file on large trees).
+func relName(path, rel, name string) string {
+	switch {
+	case rel == "":
+		return name
+	case filepath.Separator == '/':
+		return path[len(path)-len(rel)-1-len(name):]
+	}
+	return rel + "/" + name
 }
 
 // joinName is filepath.Join for a clean directory and an entry name read

@@ -46,13 +46,15 @@ type Engine struct {
 
 	// analyses caches the analysis of recent SQL texts: it depends only on
 	// the text and the mounted aliases, which are fixed for the Engine.
+	// plans caches their resolved plans (see planFor).
 	analyses map[string]*query.Analysis
+	plans    map[*query.Analysis]*plan
 }
 
 // New returns an engine over snap. parser may be shared between engines.
 // It starts preparing an instance in the background but resolves nothing.
 func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine {
-	e := &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}}
+	e := &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
 	e.prepare(nil) // the first query's instance starts while it is analyzed and resolved
 	return e
 }
@@ -80,6 +82,7 @@ func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, 
 	e.mu.Lock()
 	if len(e.analyses) >= maxCachedAnalyses {
 		clear(e.analyses)
+		clear(e.plans)
 	}
 	e.analyses[sqlText] = an
 	e.mu.Unlock()
@@ -119,8 +122,8 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := e.plan(an)
-	if err := e.resolve(ctx, plan); err != nil {
+	plan, err := e.planFor(ctx, an)
+	if err != nil {
 		return nil, err
 	}
 	inst, err := e.open(ctx, plan)
@@ -139,10 +142,35 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 	return res, nil
 }
 
-// plan is the set of sources each Dataset relation reads in one query.
+// planFor prunes and resolves the sources of an analysis. A plan whose
+// sources all resolved is reused for the same analysis: every resolution,
+// result or error, is fixed for the Snapshot's life, so the plan cannot
+// change (on 2,000 sources, building it again cost about a millisecond).
+func (e *Engine) planFor(ctx context.Context, an *query.Analysis) (*plan, error) {
+	e.mu.Lock()
+	p := e.plans[an]
+	e.mu.Unlock()
+	if p != nil && p.noPruning == e.NoPruning {
+		return p, nil
+	}
+	p = e.plan(an)
+	if err := e.resolve(ctx, p); err != nil {
+		return nil, err
+	}
+	p.views = e.views(p)
+	e.mu.Lock()
+	e.plans[an] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+// plan is the set of sources each Dataset relation reads in one query. It
+// is not changed once resolved.
 type plan struct {
-	rels map[relKey]*relPlan
-	meta map[relKey]bool // referenced metadata relations (sources, projections)
+	rels      map[relKey]*relPlan
+	meta      map[relKey]bool // referenced metadata relations (sources, projections)
+	noPruning bool
+	views     map[relKey]string // every row relation's view body (Engine.views)
 }
 
 type relKey struct{ dataset, relation string }
@@ -161,7 +189,7 @@ type relPlan struct {
 // Nothing is opened to decide (spec invariant 11). DESCRIBE needs only the
 // fixed schemas, so it reads no source.
 func (e *Engine) plan(an *query.Analysis) *plan {
-	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}}
+	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}, noPruning: e.NoPruning}
 	for _, ref := range an.Refs {
 		k := relKey{ref.Dataset, ref.Relation}
 		if !isRowRelation(ref.Relation) {

@@ -307,8 +307,8 @@ func TestInstanceReadsOnlyPinnedData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := e.plan(an)
-	if err := e.resolve(ctx, p); err != nil {
+	p, err := e.planFor(ctx, an)
+	if err != nil {
 		t.Fatal(err)
 	}
 	inst, err := e.open(ctx, p)

@@ -16,7 +16,7 @@ import (
 // exactly the query's resolved sources, and its configuration is locked.
 // This is the second wall behind SQL validation.
 func (e *Engine) open(ctx context.Context, p *plan) (*instance, error) {
-	views := e.views(p)
+	views := p.views
 	inst, err := e.fresh(ctx, views)
 	if err != nil {
 		return nil, err

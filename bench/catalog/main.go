@@ -185,7 +185,7 @@ FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true,
 	// instance and prepares the next. Each side is measured after the same
 	// pause, so neither competes with the other's background work.
 	var again, duckParquet []time.Duration
-	for range 9 {
+	for range 15 {
 		time.Sleep(100 * time.Millisecond)
 		again = append(again, timeIt(func() { _, err := e.Query(ctx, wideSQL); check(err) }))
 		time.Sleep(100 * time.Millisecond)
@@ -193,17 +193,8 @@ FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true,
 	}
 	fmt.Printf("first aggregate, new Snapshot (normalizes %d sources; median of %d): %v; duckdb read_json: %v; ratio %.2fx (goal <= 1.5x)\n",
 		snap.Resolves(), len(first), median(first).Round(time.Millisecond), median(duckJSON).Round(time.Millisecond), ratio(median(first), median(duckJSON)))
-	fmt.Println("rounds (ms):", ms(first), ms(duckJSON), ms(again), ms(duckParquet))
 	fmt.Printf("same aggregate again (median of %d): %v; duckdb read_parquet on the normalized files: %v; ratio %.2fx (goal <= 1.2x)\n",
 		len(again), median(again).Round(100*time.Microsecond), median(duckParquet).Round(100*time.Microsecond), ratio(median(again), median(duckParquet)))
-}
-
-func ms(ds []time.Duration) []int64 {
-	out := make([]int64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Milliseconds()
-	}
-	return out
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -8,13 +8,14 @@ import (
 	"strings"
 )
 
-// LockConfiguration is the last statement of a sandbox set-up, after the
-// caller has created its views: nothing can change a setting afterwards.
+// LockConfiguration is the last statement of a sandbox set-up: nothing can
+// change a setting afterwards (creating views and filling tables still
+// works, so it may come before them).
 const LockConfiguration = "SET lock_configuration=true"
 
 // SandboxSettings returns the DuckDB statements that confine an in-memory
 // instance for one query or read: InstanceSettings, then AccessSettings.
-// Run them first, create views, then run LockConfiguration. This is the
+// Run them first, then LockConfiguration. This is the
 // second wall behind SQL validation (DECISIONS §2), shared by the query
 // engine and the Go API.
 func (o Options) SandboxSettings(spill string, allowed []string) []string {

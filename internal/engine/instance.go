@@ -13,10 +13,10 @@ import (
 // instance is a fresh in-memory DuckDB and its one connection, prepared
 // with everything that does not depend on the query: limits, a spill
 // directory of its own, file access confined to the Snapshot's pinned data
-// (Snapshot.ReadableDirs), and every mounted Dataset's schema with its six
-// relations. A query then only points any view that differs at its own
-// sources, fills the metadata tables it references and locks the
-// configuration (Engine.open): every statement costs DuckDB a fraction of a
+// (Snapshot.ReadableDirs), every mounted Dataset's schema with its six
+// relations, and a locked configuration. A query then only points any view
+// that differs at its own sources and fills the metadata tables it
+// references (Engine.open): every statement costs DuckDB a fraction of a
 // millisecond (allowed_directories several), so they are done ahead.
 type instance struct {
 	db    *sql.DB
@@ -67,7 +67,10 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*ins
 	if e.positional {
 		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
 	}
+	// Locking comes last but before the query's own statements: those only
+	// create views and fill tables, which a locked configuration allows.
 	setup = append(setup, catalog.AccessSettings(inst.spill, e.readable)...)
+	setup = append(setup, catalog.LockConfiguration)
 	if err := inst.exec(ctx, setup); err != nil {
 		inst.close()
 		return nil, err

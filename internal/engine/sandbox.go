@@ -31,7 +31,6 @@ func (e *Engine) open(ctx context.Context, p *plan) (*instance, error) {
 	for _, d := range e.snap.Datasets {
 		setup = append(setup, e.metadataDDL(d, p)...)
 	}
-	setup = append(setup, catalog.LockConfiguration)
 	if err := inst.exec(ctx, setup); err != nil {
 		e.release(inst, false)
 		return nil, err

@@ -1,8 +1,10 @@
 package engine
 
-// One test per goal of spec §2.1 and per invariant of spec §11 that applies
-// without the Server (invariants 9, 10 and 14 are about `pchronicle serve`).
-// Each is named after the goal or invariant it checks.
+// One test per goal of spec §2.1 and per invariant of spec §11, each named
+// after what it checks. Invariants 9 and 10 are about the Server; they are
+// checked here on the parts it is built from (a Snapshot is complete or not
+// built at all, and nothing that reads a Dataset writes to it). Invariant 14
+// (the Server's routing index) comes with `pchronicle serve`.
 
 import (
 	"context"
@@ -271,6 +273,90 @@ func TestInvariant08_SourcesDoNotOutliveTheSnapshot(t *testing.T) {
 	snap.Close()
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("resolved data survived Close: %v", err)
+	}
+}
+
+// TestInvariant09_OnlyCompleteSnapshotsAndTheOldOneKeepsServing: a build
+// that fails returns no Snapshot at all, and a Snapshot already in use keeps
+// answering from exactly its own pinned members while newer ones are built.
+func TestInvariant09_OnlyCompleteSnapshotsAndTheOldOneKeepsServing(t *testing.T) {
+	root := fixture(t, 4)
+	old := build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root})
+	e := New(old, parser, true)
+	defer e.Close()
+	const q = "SELECT count(DISTINCT _file_), count(*) FROM steps"
+	before := rowsOf(t, e, q)
+
+	// A store whose CURRENT names a missing generation cannot be pinned:
+	// under the strict policy the whole build fails, with no Snapshot.
+	if err := os.MkdirAll(filepath.Join(root, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "broken", "CURRENT"), []byte("gen-000009\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, catalog.DefaultOptions())
+	if err == nil || snap != nil {
+		t.Fatalf("a build with an unpinnable store returned %v, %v", snap, err)
+	}
+	if got := rowsOf(t, e, q); got != before {
+		t.Fatalf("the Snapshot in use changed after a failed build: %s, was %s", got, before)
+	}
+
+	// A complete newer Snapshot sees a new file; the old one still does not.
+	if err := os.RemoveAll(filepath.Join(root, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a", "new.jsonl"), []byte(chatLine("new", 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newer := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root}), parser, true)
+	defer newer.Close()
+	if got := rowsOf(t, newer, q); !strings.HasPrefix(got, "5,") {
+		t.Fatalf("the newer Snapshot: %s", got)
+	}
+	if got := rowsOf(t, e, q); got != before {
+		t.Fatalf("the old Snapshot mixed in a newer member: %s, was %s", got, before)
+	}
+}
+
+// TestInvariant10_ReadingNeverWritesToADataset: queries over every relation
+// and the Go API's Storyline reads leave a Dataset of files and stores
+// exactly as it was (names, sizes, modification times).
+func TestInvariant10_ReadingNeverWritesToADataset(t *testing.T) {
+	root := fixture(t, 3)
+	importStore(t, filepath.Join(root, "store"))
+	fingerprint := func() string {
+		var out []string
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			out = append(out, fmt.Sprintf("%s %d %d", p, fi.Size(), fi.ModTime().UnixNano()))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	before := fingerprint()
+	snap, e := open(t, root, catalog.DefaultOptions())
+	for _, rel := range []string{"sources", "runs", "steps", "tool_calls", "events", "projections"} {
+		mustQuery(t, e, "SELECT count(*) FROM "+rel)
+	}
+	res := mustQuery(t, e, "SELECT _file_, min(session_id) FROM runs GROUP BY 1 ORDER BY 1")
+	for _, r := range res.Rows {
+		if _, err := snap.LoadStoryline(context.Background(), catalog.DefaultAlias, r[0].(string), r[1].(string)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fingerprint(); after != before {
+		t.Fatalf("reading changed the Dataset:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 

@@ -24,7 +24,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 	// Resolve calls for them wait for this batch (single flight).
 	var claimed []*Source
 	for _, s := range srcs {
-		if _, ok := s.Revision.(FileRevision); !ok || s.Err != nil {
+		if _, ok := s.Revision.(*FileRevision); !ok || s.Err != nil {
 			continue
 		}
 		s.storylines.mu.Lock()
@@ -67,7 +67,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 			for i := range work {
 				s := claimed[i]
 				snap.resolves.Add(1)
-				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(s.Revision.(FileRevision)), add)
+				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(*s.Revision.(*FileRevision)), add)
 			}
 		}()
 	}

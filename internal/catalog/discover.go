@@ -198,10 +198,11 @@ func (p *pinDir) send(pins chan<- pinJob) {
 
 func (j pinJob) pin() {
 	p := j.dir
+	revs := make([]FileRevision, j.end-j.start) // one allocation per chunk
 	for i := j.start; i < j.end; i++ {
-		src := p.srcs[i]
-		rev, err := lstatAt(p.f, p.path, p.names[i])
-		if err != nil {
+		src, rev := p.srcs[i], &revs[i-j.start]
+		var err error
+		if *rev, err = lstatAt(p.f, p.path, p.names[i]); err != nil {
 			src.Err = err
 			continue
 		}
@@ -328,7 +329,7 @@ func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, err
 
 func fileSource(path, rel string, fi os.FileInfo) *DiscoveredSource {
 	rev := fileRevision(fi)
-	return &DiscoveredSource{File: rel, Path: path, Kind: KindFile, Size: rev.Size, ModTime: rev.ModTime, Revision: rev}
+	return &DiscoveredSource{File: rel, Path: path, Kind: KindFile, Size: rev.Size, ModTime: rev.ModTime, Revision: &rev}
 }
 
 func storeSource(path, rel string, kind SourceKind) *DiscoveredSource {

@@ -254,10 +254,10 @@ func TestDiscoverPinsMatchLstat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := fileRevision(fi); s.Revision != want || s.Size != want.Size || !s.ModTime.Equal(want.ModTime) {
+		if want := fileRevision(fi); *s.Revision.(*FileRevision) != want || s.Size != want.Size || !s.ModTime.Equal(want.ModTime) {
 			t.Fatalf("%s: pinned %+v, lstat says %+v", s.File, s.Revision, want)
 		}
-		if err := s.Revision.(FileRevision).Check(s.File, fi); err != nil {
+		if err := s.Revision.(*FileRevision).Check(s.File, fi); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -25,7 +25,7 @@ func lstatAt(dir *os.File, dirPath, name string) (FileRevision, error) {
 	var st unix.Stat_t
 	var err error
 	for {
-		if err = unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.EINTR {
+		if err = lstatatRaw(int(dir.Fd()), name, &st); err != unix.EINTR {
 			break
 		}
 	}

@@ -180,8 +180,8 @@ func (s *Source) resolveStorylines(ctx context.Context) (*Resolved, error) {
 			return generationFiles(p.Generation), nil
 		}
 		return s.eventFallback(ctx, rev.Revision, nil)
-	case FileRevision:
-		return s.normalizeFile(ctx, rev)
+	case *FileRevision:
+		return s.normalizeFile(ctx, *rev)
 	// Remote sources (remote.go): download only the pinned objects needed.
 	case RemoteFileRevision:
 		return s.normalizeRemoteFile(ctx, rev)

@@ -28,7 +28,9 @@ type Revision interface {
 }
 
 // FileRevision pins a local file by identity and metadata. It is change
-// detection, not a content hash (spec §7.2).
+// detection, not a content hash (spec §7.2). A source's Revision holds a
+// *FileRevision, so that pinning 100,000 files allocates per directory
+// chunk rather than per file.
 type FileRevision struct {
 	Size    int64
 	ModTime time.Time

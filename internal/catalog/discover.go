@@ -82,7 +82,7 @@ type discoverer struct {
 	progress func(sources int)
 	entries  int
 	out      []*DiscoveredSource
-	pins     chan pinJob // to the pinning workers (see pinFiles)
+	pins     chan pinJob // to the pinning workers (see walkAndPin)
 }
 
 func (d *discoverer) report() {

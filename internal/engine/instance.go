@@ -119,8 +119,8 @@ func (e *Engine) fresh(ctx context.Context, views map[relKey]string) (*instance,
 }
 
 // release closes a used instance and, after a query that ran, prepares
-// the next query's instance with the same views, so that a repeated or
-// similar query only has to lock it. Both happen in the background: the
+// the next query's instance with the same views, so that a repeated query
+// runs no set-up statement at all. Both happen in the background: the
 // result has already been read.
 func (e *Engine) release(inst *instance, prepare bool) {
 	e.mu.Lock()

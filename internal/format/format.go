@@ -21,10 +21,11 @@ const DefaultMaxDetectionBytes = 1 << 20
 // Format names, as they appear in runs.source_format (with a layout suffix)
 // and in sources.format.
 const (
-	ATIF      = "atif"
-	OpenAI    = "openai"
-	ACTF      = "actf"
-	Canonical = "canonical"
+	ATIF       = "atif"
+	OpenAI     = "openai"
+	ACTF       = "actf"
+	Canonical  = "canonical"
+	ClaudeCode = "claude-code"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

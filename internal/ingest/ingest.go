@@ -16,6 +16,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/actf"
 	"github.com/pchronicle/pchronicle/internal/format/atif"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
+	"github.com/pchronicle/pchronicle/internal/format/claudecode"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -43,7 +44,10 @@ func (o Options) detectionBytes() int64 {
 
 // adapters in detection order: the most specific shapes first, so that a
 // generic "object with messages" test never claims a more specific format.
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), openai.New()}
+// Claude Code lines (type user/assistant/system/summary… with sessionId and
+// uuid) match none of the other adapters; it sits before OpenAI, whose
+// shapes are the most generic.
+var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -94,7 +98,8 @@ func explain(p *format.Probe) string {
 	}
 	return fmt.Sprintf("%s with keys [%s] matches no supported format%s; expected ATIF (schema_version + agent + steps), "+
 		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
-		"ACTF/ATOF events (kind scope/mark/ScopeStart...), or canonical events (v, event_id, kind, seq)",
+		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
+		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }
 

@@ -2,10 +2,14 @@ package testutil
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // Update rewrites golden files from the current output instead of comparing
@@ -32,4 +36,34 @@ func Golden(t testing.TB, path string, got []byte) {
 	if !bytes.Equal(want, got) {
 		t.Errorf("%s differs from the current output; rerun with -update and review the diff", path)
 	}
+}
+
+// GoldenStoryline is the golden-file form of one Storyline: its rows and
+// warnings, as adapters' golden tests record them.
+type GoldenStoryline struct {
+	Run       model.Run        `json:"run"`
+	Steps     []model.Step     `json:"steps"`
+	ToolCalls []model.ToolCall `json:"tool_calls"`
+	Warnings  []model.Warning  `json:"warnings"`
+}
+
+// NewGoldenStoryline returns sl's golden-file form.
+func NewGoldenStoryline(sl *model.Storyline) GoldenStoryline {
+	return GoldenStoryline{sl.Run, sl.Steps, sl.ToolCalls, sl.Warnings}
+}
+
+// MustNormalize detects data (named name) with adapter a and normalizes it,
+// failing the test when a does not claim it or cannot read it.
+func MustNormalize(t testing.TB, a format.Adapter, name string, data []byte) (layout string, sls []*model.Storyline) {
+	t.Helper()
+	layout, ok := a.Detect(format.NewProbe(name, data, false))
+	if !ok {
+		t.Fatalf("%s: not detected as %s", name, a.Name())
+	}
+	err := a.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
+		func(sl *model.Storyline) error { sls = append(sls, sl); return nil })
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return layout, sls
 }

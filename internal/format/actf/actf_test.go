@@ -41,18 +41,8 @@ const sampleDraft = "actf_candidates/nemo-agent-toolkit_exmp02_atof-nat-draft.at
 
 func normalize(t testing.TB, name string, data []byte) ([]*model.Storyline, string) {
 	t.Helper()
-	a := New()
-	layout, ok := a.Detect(format.NewProbe(name, data, false))
-	if !ok {
-		t.Fatalf("%s: not detected", name)
-	}
-	var out []*model.Storyline
-	err := a.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
-		func(sl *model.Storyline) error { out = append(out, sl); return nil })
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return out, layout
+	layout, sls := testutil.MustNormalize(t, New(), name, data)
+	return sls, layout
 }
 
 // loadInputs reads the golden cases: the real sample plus hand-made streams

@@ -33,14 +33,6 @@ var sampleFiles = []string{
 	"openagents_tbench-regex-log_nonconformant-1.4.trajectory.json",
 }
 
-// goldenStoryline is the golden-file view of one Storyline.
-type goldenStoryline struct {
-	Run       model.Run        `json:"run"`
-	Steps     []model.Step     `json:"steps"`
-	ToolCalls []model.ToolCall `json:"tool_calls"`
-	Warnings  []model.Warning  `json:"warnings"`
-}
-
 // normalizeFile detects and normalizes one file as ingest would.
 func normalizeFile(t testing.TB, path, rel string) (string, []*model.Storyline) {
 	t.Helper()
@@ -70,9 +62,9 @@ func TestGolden(t *testing.T) {
 	for _, rel := range sampleFiles {
 		t.Run(rel, func(t *testing.T) {
 			_, sls := normalizeFile(t, filepath.Join(dir, rel), rel)
-			got := make([]goldenStoryline, len(sls))
+			got := make([]testutil.GoldenStoryline, len(sls))
 			for i, sl := range sls {
-				got[i] = goldenStoryline{sl.Run, sl.Steps, sl.ToolCalls, sl.Warnings}
+				got[i] = testutil.NewGoldenStoryline(sl)
 			}
 			data, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {

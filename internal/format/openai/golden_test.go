@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
-	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -19,24 +18,16 @@ var goldenSamples = []string{
 	"codex-fixture_rollout_copy_paste_local_image.response_item.json",
 }
 
-// goldenStoryline is the golden-file form of one Storyline.
-type goldenStoryline struct {
-	Run       model.Run        `json:"run"`
-	Steps     []model.Step     `json:"steps"`
-	ToolCalls []model.ToolCall `json:"tool_calls"`
-	Warnings  []model.Warning  `json:"warnings"`
-}
-
 func TestGolden(t *testing.T) {
 	for _, name := range goldenSamples {
 		t.Run(name, func(t *testing.T) {
 			layout, sls := mustNormalize(t, name, sample(t, name))
 			out := struct {
-				Layout     string            `json:"layout"`
-				Storylines []goldenStoryline `json:"storylines"`
+				Layout     string                     `json:"layout"`
+				Storylines []testutil.GoldenStoryline `json:"storylines"`
 			}{Layout: layout}
 			for _, sl := range sls {
-				out.Storylines = append(out.Storylines, goldenStoryline{sl.Run, sl.Steps, sl.ToolCalls, sl.Warnings})
+				out.Storylines = append(out.Storylines, testutil.NewGoldenStoryline(sl))
 			}
 			got, err := jsonx.Marshal(out)
 			if err != nil {

@@ -1,0 +1,665 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// agentName is written to runs.agent_name: the transcript is always Claude
+// Code's own.
+const agentName = "claude-code"
+
+// lineKeys are the envelope members mapped to columns or used to choose
+// the Storyline; every other member of a line goes to the step's extra
+// (cwd, gitBranch, version and userType only when they differ from the
+// run's, see runKeys).
+var lineKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId"}
+
+// systemKeys are lineKeys plus the system line's content.
+var systemKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId", "content"}
+
+// runKeys are envelope members that are constant over a session: the first
+// value goes to the run (version → agent_version, the others → runs.extra);
+// a line whose value differs keeps its own in its step's extra.
+var runKeys = []string{"cwd", "gitBranch", "version", "userType"}
+
+// taskTools are the tool names Claude Code uses to start a subagent.
+var taskTools = map[string]bool{"Task": true, "Agent": true}
+
+// session accumulates one transcript file.
+type session struct {
+	src       format.Source
+	sessionID string   // the first sessionId seen
+	otherIDs  []string // other sessionIds seen (warned once each)
+	runVals   map[string]json.RawMessage
+	main      *chain
+	children  []*chain
+	chainOf   map[string]*chain // line uuid → chain
+	byAgent   map[string]*chain // sidechain agentId → chain
+	summaries []json.RawMessage
+	skipped   map[string]int
+	// tasks are main-chain Task/Agent calls not yet linked to a sidechain,
+	// oldest first: a new sidechain is attributed to the earliest one.
+	tasks []string // step ids
+}
+
+// chain is one Storyline being built: the main conversation or one
+// sidechain (subagent).
+type chain struct {
+	sl       *model.Storyline
+	agentID  string
+	ordinal  int    // 1-based among sidechains without agentId
+	taskStep string // step id of the Task call that started the sidechain
+	stepIDs  map[string]bool
+	pending  map[string][]int // tool_use id → indexes of unanswered calls
+	// The open agent step: the latest agent step, which later lines of the
+	// same API response (same message.id) are merged into.
+	last                *lastAgent
+	countedOn           map[string]string // message.id → step id whose usage was counted
+	modelName, anyModel string
+}
+
+type lastAgent struct {
+	idx       int
+	msgID     string
+	texts     []string
+	reasoning []string
+}
+
+func newSession(src format.Source) *session {
+	s := &session{src: src, runVals: map[string]json.RawMessage{}, chainOf: map[string]*chain{},
+		byAgent: map[string]*chain{}, skipped: map[string]int{}}
+	s.main = newChain()
+	return s
+}
+
+func newChain() *chain {
+	return &chain{sl: &model.Storyline{}, stepIDs: map[string]bool{}, pending: map[string][]int{}, countedOn: map[string]string{}}
+}
+
+func (s *session) warn(c *chain, line int64, msg string, parts ...any) {
+	if c == nil {
+		c = s.main
+	}
+	c.sl.Warnings = append(c.sl.Warnings, model.Warning{Line: line, Pointer: format.Pointer(parts...), Message: msg})
+}
+
+// line handles one JSONL line. A line that is not a JSON object stops the
+// file; everything else is read leniently.
+func (s *session) line(n int64, raw []byte) error {
+	if !jsonx.Valid(raw) {
+		var v json.RawMessage
+		err := jsonx.Unmarshal(raw, &v)
+		if err == nil {
+			err = fmt.Errorf("invalid JSON")
+		}
+		return format.Errorf(s.src, n, "", "claude-code line is not valid JSON: %v", err)
+	}
+	obj := format.SplitObject(raw)
+	if obj == nil {
+		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
+	}
+	typ := format.String(obj["type"])
+	switch typ {
+	case typeUser, typeAsst, typeSystem:
+		s.conversation(n, typ, obj)
+	case typeSummary:
+		if e := format.Extra(obj, "type"); e != nil {
+			s.summaries = append(s.summaries, json.RawMessage(*e))
+		}
+	default:
+		key := typ
+		if _, ok := obj["type"]; !ok {
+			key = "<missing>"
+		}
+		if s.skipped[key] == 0 {
+			msg := "line type " + strconv.Quote(typ) + " is not conversation; skipped (counted in runs.extra.skipped_lines)"
+			if key == "<missing>" {
+				msg = "line has no type; skipped (counted in runs.extra.skipped_lines)"
+			}
+			s.warn(nil, n, msg, "type")
+		}
+		s.skipped[key]++
+	}
+	return nil
+}
+
+// conversation handles user, assistant and system lines.
+func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMessage) {
+	c := s.chainFor(n, obj)
+	s.identity(c, n, obj)
+	uuid := format.String(obj["uuid"])
+	id := uuid
+	if id == "" {
+		id = "line-" + strconv.FormatInt(n, 10)
+	}
+	var ts *time.Time
+	if raw, ok := obj["timestamp"]; ok {
+		if t, ok := format.Time(raw); ok {
+			ts = model.Time(t)
+			delete(obj, "timestamp")
+		} else if !format.IsNull(raw) {
+			s.warn(c, n, "timestamp is not a timestamp; kept in the step extra", "timestamp")
+			obj["timestamp_raw"] = raw
+		}
+	}
+	// Run-level values equal to the run's are dropped; differing ones stay.
+	for _, k := range runKeys {
+		v, ok := obj[k]
+		if !ok {
+			continue
+		}
+		if first, seen := s.runVals[k]; !seen {
+			s.runVals[k] = append(json.RawMessage(nil), v...)
+			delete(obj, k)
+		} else if string(first) == string(v) {
+			delete(obj, k)
+		}
+	}
+	if c.stepIDs[id] {
+		s.warn(c, n, "uuid "+strconv.Quote(id)+" repeats an earlier line; the step id gets a #n suffix", "uuid")
+	}
+	if typ == typeSystem {
+		s.system(c, id, ts, obj)
+		return
+	}
+	extra := format.Extra(obj, lineKeys...)
+	var msg map[string]jsonx.RawMessage
+	if raw, ok := obj["message"]; ok {
+		msg = format.SplitObject(raw)
+	}
+	if msg == nil {
+		s.warn(c, n, typ+" line has no message object; skipped", "message")
+		return
+	}
+	if format.String(msg["role"]) == typ {
+		delete(msg, "role")
+	}
+	if typ == typeUser {
+		s.user(c, n, id, ts, msg, extra)
+	} else {
+		s.assistant(c, n, id, uuid, ts, msg, extra)
+	}
+}
+
+// chainFor picks the Storyline of a conversational line: the main chain,
+// or the sidechain of its agentId, else of its parent line, else a new
+// sidechain.
+func (s *session) chainFor(n int64, obj map[string]jsonx.RawMessage) *chain {
+	side, _ := format.Bool(obj["isSidechain"])
+	uuid := format.String(obj["uuid"])
+	c := s.main
+	if side {
+		agent := format.String(obj["agentId"])
+		c = nil
+		if agent != "" {
+			c = s.byAgent[agent]
+		} else if p := s.chainOf[format.String(obj["parentUuid"])]; p != nil && p != s.main && p.agentID == "" {
+			c = p
+		}
+		if c == nil {
+			c = newChain()
+			c.agentID = agent
+			if agent != "" {
+				s.byAgent[agent] = c
+			} else {
+				c.ordinal = 1
+				for _, ch := range s.children {
+					if ch.agentID == "" {
+						c.ordinal++
+					}
+				}
+			}
+			if len(s.tasks) > 0 {
+				c.taskStep, s.tasks = s.tasks[0], s.tasks[1:]
+			}
+			s.children = append(s.children, c)
+		}
+	}
+	if uuid != "" {
+		s.chainOf[uuid] = c
+	}
+	return c
+}
+
+// identity records the session id; a line of another session keeps its id
+// in its step extra (the member stays in obj).
+func (s *session) identity(c *chain, n int64, obj map[string]jsonx.RawMessage) {
+	id := format.String(obj["sessionId"])
+	if id == "" {
+		return
+	}
+	if s.sessionID == "" {
+		s.sessionID = id
+	}
+	if id == s.sessionID {
+		delete(obj, "sessionId")
+		return
+	}
+	for _, o := range s.otherIDs {
+		if o == id {
+			obj["otherSessionId"] = obj["sessionId"]
+			return
+		}
+	}
+	s.otherIDs = append(s.otherIDs, id)
+	s.warn(c, n, "line of another session "+strconv.Quote(id)+"; kept in this Storyline with its sessionId in the step extra", "sessionId")
+	obj["otherSessionId"] = obj["sessionId"]
+}
+
+// stepID makes id unique within the chain.
+func (c *chain) stepID(id string) string {
+	if !c.stepIDs[id] {
+		c.stepIDs[id] = true
+		return id
+	}
+	for k := 2; ; k++ {
+		cand := id + "#" + strconv.Itoa(k)
+		if !c.stepIDs[cand] {
+			c.stepIDs[cand] = true
+			return cand
+		}
+	}
+}
+
+func (c *chain) add(st model.Step) int {
+	c.sl.Steps = append(c.sl.Steps, st)
+	return len(c.sl.Steps) - 1
+}
+
+func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]jsonx.RawMessage) {
+	text, _, ok := format.Content(obj["content"])
+	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
+		Timestamp: ts, Extra: strip(format.Extra(obj, systemKeys...))}
+	if ok {
+		st.MessageValue = model.StrAlways(text)
+	}
+	c.add(st)
+	c.last = nil
+}
+
+// user maps a user line: tool_result blocks become tool steps linked to
+// their calls; the other content (a string, text and image blocks) one
+// user step. The line's extra goes to its first step.
+func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
+	if m := format.Extra(msg, "content"); m != nil {
+		extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
+	}
+	first := true
+	take := func() *string {
+		if !first {
+			return nil
+		}
+		first = false
+		return strip(extra)
+	}
+	newID := func() string { return c.stepID(id) }
+	content := msg["content"]
+	blocks, isArray := format.SplitArray(content)
+	if !isArray {
+		text, kind, ok := format.Content(content)
+		st := model.Step{StepID: newID(), Source: model.SourceUser, MessageKind: kind, Timestamp: ts, Extra: take()}
+		if ok {
+			st.MessageValue = model.StrAlways(text)
+		}
+		c.add(st)
+		c.last = nil // a user turn closes the open API response
+		return
+	}
+	var others [][]byte
+	userAt := -1
+	for i, b := range blocks {
+		blk := format.SplitObject(b)
+		if blk == nil || format.String(blk["type"]) != "tool_result" {
+			if userAt < 0 {
+				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
+			}
+			others = append(others, b)
+			continue
+		}
+		s.toolResult(c, n, newID(), ts, i, blk, take())
+	}
+	if userAt >= 0 {
+		joined := append([]byte{'['}, joinBytes(others)...)
+		joined = append(joined, ']')
+		text, kind, _ := format.Content(joined)
+		c.sl.Steps[userAt].MessageKind, c.sl.Steps[userAt].MessageValue = kind, model.StrAlways(text)
+	}
+	if len(blocks) == 0 {
+		userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, MessageKind: format.KindText, Timestamp: ts, Extra: take()})
+	}
+	if userAt >= 0 {
+		// A user turn closes the open API response; tool results alone do
+		// not (Claude Code may write a result before the response's next
+		// tool_use line).
+		c.last = nil
+	}
+}
+
+func joinBytes(parts [][]byte) []byte {
+	var out []byte
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return out
+}
+
+// toolResult adds a tool step for one tool_result block and links it to the
+// earliest unanswered call with its tool_use_id.
+func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk map[string]jsonx.RawMessage, extra *string) {
+	text, kind, ok := format.Content(blk["content"])
+	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
+	if ok {
+		st.MessageValue = model.StrAlways(text)
+	}
+	if e := format.Extra(blk, "type", "content"); e != nil {
+		extra = format.MergeExtra(extra, "tool_result", json.RawMessage(*e))
+	}
+	st.Extra = strip(extra)
+	c.add(st)
+	isErr, _ := format.Bool(blk["is_error"])
+	status := model.ResultOK
+	if isErr {
+		status = model.ResultError
+	}
+	callID := format.String(blk["tool_use_id"])
+	q := c.pending[callID]
+	if len(q) == 0 {
+		s.warn(c, n, "tool_result for tool_use_id "+strconv.Quote(callID)+" matches no unanswered tool_use; kept as a tool step",
+			"message", "content", i, "tool_use_id")
+		return
+	}
+	tc := &c.sl.ToolCalls[q[0]]
+	if len(q) == 1 {
+		delete(c.pending, callID)
+	} else {
+		c.pending[callID] = q[1:]
+	}
+	tc.Result, tc.ResultStatus, tc.ResultLink = st.MessageValue, status, model.LinkByID
+	if tc.StepID != id {
+		tc.ResultStepID = model.Str(id)
+	}
+}
+
+// assistant maps an assistant line. Lines of one API response (same
+// message.id, following the open agent step) are merged into one step;
+// its usage is counted once, from the last line that reports it.
+func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
+	msgID := format.String(msg["id"])
+	var st *model.Step
+	la := c.last
+	if msgID != "" && la != nil && la.msgID == msgID {
+		st = &c.sl.Steps[la.idx]
+		if uuid != "" {
+			st.Extra = appendExtraList(st.Extra, "merged_uuids", uuid)
+		}
+		// The last line's message members (stop_reason, …) win.
+		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
+			st.Extra = format.MergeExtra(st.Extra, "message", json.RawMessage(*m))
+		}
+	} else {
+		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
+		la = &lastAgent{idx: idx, msgID: msgID}
+		c.last = la
+		st = &c.sl.Steps[idx]
+		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
+			extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
+		}
+		st.Extra = strip(extra)
+	}
+	if m := format.String(msg["model"]); m != "" {
+		st.ModelName = model.Str(m)
+		if c.anyModel == "" {
+			c.anyModel = m
+		}
+		if c.modelName == "" && m != "<synthetic>" {
+			c.modelName = m
+		}
+	}
+	s.usage(c, n, st, msgID, msg["usage"])
+	content := msg["content"]
+	blocks, isArray := format.SplitArray(content)
+	if !isArray {
+		if text, _, ok := format.Content(content); ok {
+			la.texts = append(la.texts, text)
+		}
+	}
+	for i, b := range blocks {
+		blk := format.SplitObject(b)
+		switch format.String(blk["type"]) {
+		case "text":
+			la.texts = append(la.texts, format.String(blk["text"]))
+		case "thinking":
+			la.reasoning = append(la.reasoning, format.String(blk["thinking"]))
+		case "tool_use":
+			s.toolUse(c, n, st.StepID, i, blk)
+		default:
+			st.Extra = appendExtraRaw(st.Extra, "content_blocks", format.StripInlineData(b))
+		}
+	}
+	st.MessageValue, st.Reasoning = nil, nil
+	if len(la.texts) > 0 {
+		st.MessageValue = model.StrAlways(strings.Join(la.texts, "\n"))
+	}
+	if len(la.reasoning) > 0 {
+		st.Reasoning = model.StrAlways(strings.Join(la.reasoning, "\n"))
+	}
+	hasCalls := len(c.sl.ToolCalls) > 0 && c.sl.ToolCalls[len(c.sl.ToolCalls)-1].StepID == st.StepID
+	switch {
+	case st.MessageValue != nil:
+		st.MessageKind = format.KindText
+	case hasCalls:
+		st.MessageKind = "tool_calls_only"
+	case st.Reasoning != nil:
+		st.MessageKind = "reasoning"
+	default:
+		st.MessageKind = format.KindText
+	}
+}
+
+func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[string]jsonx.RawMessage) {
+	id := format.String(blk["id"])
+	args, valid := format.ArgumentsText(blk["input"])
+	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.String(blk["name"]),
+		Arguments: args, ArgumentsValid: valid, Extra: strip(format.Extra(blk, "type", "id", "name", "input"))}
+	if id == "" {
+		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
+	}
+	c.sl.ToolCalls = append(c.sl.ToolCalls, tc)
+	c.pending[id] = append(c.pending[id], len(c.sl.ToolCalls)-1)
+	if c == s.main && taskTools[tc.FunctionName] {
+		s.tasks = append(s.tasks, stepID)
+	}
+}
+
+// usage applies an Anthropic usage object to st: prompt_tokens =
+// input_tokens + cache_read_input_tokens + cache_creation_input_tokens (the
+// OpenAI convention: prompt includes cached input), cached_tokens =
+// cache_read_input_tokens, completion_tokens = output_tokens. The other
+// members stay in extra.usage. A message id already counted on an earlier
+// step is not counted again.
+func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jsonx.RawMessage) {
+	u := format.SplitObject(raw)
+	if u == nil {
+		return
+	}
+	if msgID != "" {
+		if on, ok := c.countedOn[msgID]; ok && on != st.StepID {
+			s.warn(c, n, "message id "+strconv.Quote(msgID)+" repeats a response counted on step "+strconv.Quote(on)+"; usage not counted again", "message", "usage")
+			st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(on))
+			return
+		}
+		c.countedOn[msgID] = st.StepID
+	}
+	in, hasIn := format.Int(u["input_tokens"])
+	out, hasOut := format.Int(u["output_tokens"])
+	read, hasRead := format.Int(u["cache_read_input_tokens"])
+	create, hasCreate := format.Int(u["cache_creation_input_tokens"])
+	st.PromptTokens, st.CompletionTokens, st.CachedTokens = nil, nil, nil
+	if hasIn || hasRead || hasCreate {
+		st.PromptTokens = model.Int(in + read + create)
+	}
+	if hasOut {
+		st.CompletionTokens = model.Int(out)
+	}
+	if hasRead {
+		st.CachedTokens = model.Int(read)
+	}
+	if e := format.Extra(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
+		st.Extra = format.MergeExtra(st.Extra, "usage", json.RawMessage(*e))
+	}
+}
+
+// finish builds the Storylines: the main one, then one per sidechain in
+// order of first appearance. A file with only sidechain lines (a subagent
+// file) has no main Storyline: its run-level data goes to the first child.
+func (s *session) finish() []*model.Storyline {
+	mainID := s.sessionID
+	if mainID == "" {
+		base := path.Base(s.src.File)
+		mainID = strings.TrimSuffix(base, path.Ext(base))
+		if mainID == "" || mainID == "." || mainID == "/" {
+			mainID = agentName
+		}
+		s.warn(nil, 0, "no sessionId in the file; the session is named after the file")
+	}
+	runExtra := s.runExtra()
+	var out []*model.Storyline
+	emitMain := len(s.main.sl.Steps) > 0 || len(s.children) == 0
+	var refs []model.SubagentRef
+	for i, c := range s.children {
+		key := "sidechain-" + strconv.Itoa(c.ordinal)
+		if c.agentID != "" {
+			key = c.agentID
+		}
+		r := &c.sl.Run
+		r.SessionID = mainID + "/" + key
+		r.OriginalSessionID = model.Str(s.sessionID)
+		r.ParentSessionID = model.Str(mainID)
+		r.AgentID = model.Str(c.agentID)
+		if i == 0 && !emitMain {
+			c.sl.Warnings = append(s.main.sl.Warnings, c.sl.Warnings...)
+			r.Extra = runExtra
+		}
+		refs = append(refs, model.SubagentRef{StepID: c.taskStep, SessionID: s.sessionID, TrajectoryID: c.agentID,
+			Embedded: true, ChildSessionID: r.SessionID})
+	}
+	if emitMain {
+		r := &s.main.sl.Run
+		r.SessionID = mainID
+		r.Extra = runExtra
+		if len(refs) > 0 {
+			b, _ := jsonx.Marshal(refs)
+			r.SubagentRefs = model.StrAlways(string(b))
+		}
+		out = append(out, s.main.build(s, mainID))
+	}
+	for _, c := range s.children {
+		out = append(out, c.build(s, mainID))
+	}
+	return out
+}
+
+func (c *chain) build(s *session, runID string) *model.Storyline {
+	sl := c.sl
+	r := &sl.Run
+	r.RunID = runID
+	r.SourceFormat = format.ClaudeCode + "/" + Layout
+	r.AgentName = model.Str(agentName)
+	r.AgentVersion = model.Str(format.String(s.runVals["version"]))
+	r.AgentModelName = model.Str(c.modelName)
+	if r.AgentModelName == nil {
+		r.AgentModelName = model.Str(c.anyModel)
+	}
+	r.Status = model.StatusUnknown
+	missing := 0
+	for i := range sl.ToolCalls {
+		if sl.ToolCalls[i].ResultStatus == "" {
+			missing++
+		}
+	}
+	if missing > 0 {
+		sl.Warnings = append(sl.Warnings, model.Warning{Message: fmt.Sprintf("%d tool call(s) have no result", missing)})
+	}
+	for i := range sl.Steps {
+		t := sl.Steps[i].Timestamp
+		if t == nil {
+			continue
+		}
+		if r.StartedAt == nil || t.Before(*r.StartedAt) {
+			r.StartedAt = t
+		}
+		if r.EndedAt == nil || t.After(*r.EndedAt) {
+			r.EndedAt = t
+		}
+	}
+	sl.Finalize(s.src.File)
+	return sl
+}
+
+// runExtra holds cwd, gitBranch and userType (first values), the summary
+// lines and the counts of skipped line types.
+func (s *session) runExtra() *string {
+	var extra *string
+	for _, k := range runKeys {
+		if v, ok := s.runVals[k]; ok && k != "version" {
+			extra = format.MergeExtra(extra, k, v)
+		}
+	}
+	if len(s.summaries) > 0 {
+		b, _ := jsonx.Marshal(s.summaries)
+		extra = format.MergeExtra(extra, "summaries", b)
+	}
+	if len(s.skipped) > 0 {
+		b, _ := jsonx.Marshal(s.skipped)
+		extra = format.MergeExtra(extra, "skipped_lines", b)
+	}
+	if len(s.otherIDs) > 0 {
+		b, _ := jsonx.Marshal(s.otherIDs)
+		extra = format.MergeExtra(extra, "other_session_ids", b)
+	}
+	return extra
+}
+
+// strip replaces inline base64 payloads in an extra object by digests.
+func strip(extra *string) *string {
+	if extra == nil {
+		return nil
+	}
+	out := string(format.StripInlineData(json.RawMessage(*extra)))
+	return &out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := jsonx.Marshal(v)
+	return b
+}
+
+// appendExtraList appends a string to the array extra[key].
+func appendExtraList(extra *string, key, v string) *string {
+	return appendExtraRaw(extra, key, mustJSON(v))
+}
+
+// appendExtraRaw appends a JSON value to the array extra[key].
+func appendExtraRaw(extra *string, key string, v json.RawMessage) *string {
+	obj := map[string]json.RawMessage{}
+	if extra != nil {
+		_ = jsonx.Unmarshal([]byte(*extra), &obj)
+	}
+	var list []json.RawMessage
+	_ = jsonx.Unmarshal(obj[key], &list)
+	list = append(list, append(json.RawMessage(nil), v...))
+	b, _ := jsonx.Marshal(list)
+	return format.MergeExtra(extra, key, b)
+}

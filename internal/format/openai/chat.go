@@ -58,12 +58,29 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
 	}
+	bl := splitBlocks(m["content"])
+	if bl != nil && len(bl.results) > 0 && bl.rest == nil && source == model.SourceUser {
+		source = model.SourceTool // a user message that only returns tool results
+	}
 	st := model.Step{StepID: stepID, Source: source}
 
 	text, kind, hasContent := content(m["content"])
+	if bl != nil {
+		switch {
+		case bl.rest != nil:
+			text, kind, hasContent = content(bl.rest)
+		case len(bl.results) > 0:
+			text, kind, hasContent = bl.resultsText(), format.KindText, true
+		default:
+			text, kind, hasContent = "", "", false
+		}
+	}
 
 	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
 	var reasoning []string
+	if bl != nil {
+		reasoning = append(reasoning, bl.thinking...)
+	}
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		if r, ok := stringValue(m[k]); ok {
 			known = append(known, k)
@@ -99,12 +116,15 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	b.messageMetrics(&st, m)
 	st.Extra = messageExtra(m, known)
 
-	calls := b.chatToolCalls(stepID, at, m)
+	calls := b.chatToolCalls(stepID, at, m) + b.blockToolCalls(stepID, at, bl)
 	if calls > 0 && (!hasContent || text == "") {
 		st.MessageKind, st.MessageValue = kindToolCallsOnly, nil
 	}
 	b.addStep(st)
-	if source == model.SourceTool {
+	switch {
+	case bl != nil && len(bl.results) > 0:
+		b.blockResults(stepID, at, bl)
+	case source == model.SourceTool:
 		b.chatResult(stepID, at, role, m, st.MessageValue)
 	}
 }

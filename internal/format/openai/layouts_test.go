@@ -187,6 +187,52 @@ func TestDroneStyleToolCalls(t *testing.T) {
 	wantWarnings(t, sl, "matches no unanswered call")
 }
 
+// TestAnthropicContentBlocks: a message list whose content uses Anthropic
+// blocks keeps one step per message; tool_use blocks become calls with
+// their input as arguments, tool_result blocks link to them (is_error →
+// error), and thinking blocks are the step's reasoning.
+func TestAnthropicContentBlocks(t *testing.T) {
+	const chat = `{"system":"be brief","messages":[{"role":"user","content":"list and count"},` +
+		`{"role":"assistant","content":[{"type":"thinking","thinking":"two tools"},{"type":"text","text":"Looking."},` +
+		`{"type":"tool_use","id":"toolu_1","name":"bash","input":{"cmd":"ls"}},{"type":"tool_use","id":"toolu_2","name":"wc","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"},` +
+		`{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"no such file"}],"is_error":true}]},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_3","name":"bash","input":{"cmd":"pwd"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"?"},{"type":"text","text":"stop"}]}]}`
+	_, sls := mustNormalize(t, "anthropic.jsonl", []byte(chat+"\n"))
+	sl := sls[0]
+	if len(sl.Steps) != 5 || len(sl.ToolCalls) != 3 {
+		t.Fatalf("%d steps, %d calls; want one step per message and 3 calls", len(sl.Steps), len(sl.ToolCalls))
+	}
+	agent, results, last := sl.Steps[1], sl.Steps[2], sl.Steps[4]
+	if model.Deref(agent.MessageValue) != "Looking." || model.Deref(agent.Reasoning) != "two tools" {
+		t.Errorf("agent step: %q, reasoning %q", model.Deref(agent.MessageValue), model.Deref(agent.Reasoning))
+	}
+	if results.Source != model.SourceTool || model.Deref(results.MessageValue) != "a.txt\nno such file" {
+		t.Errorf("result step: %s %q", results.Source, model.Deref(results.MessageValue))
+	}
+	if sl.Steps[3].MessageKind != kindToolCallsOnly || last.Source != model.SourceUser || model.Deref(last.MessageValue) != "stop" {
+		t.Errorf("steps 3/4: %+v %+v", sl.Steps[3], last)
+	}
+	type call struct{ id, name, args, status, result, resultStep string }
+	want := []call{
+		{"toolu_1", "bash", `{"cmd":"ls"}`, model.ResultOK, "a.txt", "2"},
+		{"toolu_2", "wc", `{}`, model.ResultError, "no such file", "2"},
+		{"toolu_3", "bash", `{"cmd":"pwd"}`, "missing", "", ""},
+	}
+	for i, w := range want {
+		tc := sl.ToolCalls[i]
+		got := call{tc.ToolCallID, tc.FunctionName, model.Deref(tc.Arguments), tc.ResultStatus, model.Deref(tc.Result), model.Deref(tc.ResultStepID)}
+		if got != w {
+			t.Errorf("call %d = %+v, want %+v", i, got, w)
+		}
+	}
+	if len(sl.Warnings) != 2 || !strings.Contains(sl.Warnings[0].Message, "tool_result matches no unanswered tool_use") ||
+		!strings.Contains(sl.Warnings[1].Message, "1 tool call(s) have no result") {
+		t.Errorf("warnings: %+v", sl.Warnings)
+	}
+}
+
 func TestChatArray(t *testing.T) {
 	layout, sls := mustNormalize(t, "demo.json", []byte(chatArray))
 	if layout != layoutChatArray || len(sls) != 2 || sls[0].Run.SessionID != "item-0" || sls[1].Run.SessionID != "item-1" {

@@ -27,6 +27,18 @@ func FuzzDetectAndNormalize(f *testing.F) {
 		}
 		f.Add(data, filepath.Base(rel))
 	}
+	// Formats no public sample exists for: the adapters' own fixtures.
+	fixtures, err := filepath.Glob(filepath.Join(testutil.RepoRoot(f), "internal", "format", "claudecode", "testdata", "*.jsonl"))
+	if err != nil || len(fixtures) == 0 {
+		f.Fatalf("claude-code fixtures: %v", err)
+	}
+	for _, path := range fixtures {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, filepath.Base(path))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
 		p := format.NewProbe(name, data, false)
 		det, err := Detect(p)

@@ -58,22 +58,19 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
 	}
-	bl := splitBlocks(m["content"])
-	if bl != nil && len(bl.results) > 0 && bl.rest == nil && source == model.SourceUser {
+	bl := messageBlocks(m)
+	if bl.onlyResults() && source == model.SourceUser {
 		source = model.SourceTool // a user message that only returns tool results
 	}
 	st := model.Step{StepID: stepID, Source: source}
 
 	text, kind, hasContent := content(m["content"])
-	if bl != nil {
-		switch {
-		case bl.rest != nil:
-			text, kind, hasContent = content(bl.rest)
-		case len(bl.results) > 0:
-			text, kind, hasContent = bl.resultsText(), format.KindText, true
-		default:
-			text, kind, hasContent = "", "", false
-		}
+	switch {
+	case bl == nil:
+	case bl.onlyResults():
+		text, kind, hasContent = bl.resultsText(), format.KindText, true
+	default:
+		text, kind, hasContent = bl.text, bl.kind, bl.hasText
 	}
 
 	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
@@ -99,6 +96,9 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	}
 	if canonical {
 		known = append(known, "role")
+	}
+	if bl != nil && bl.fromParts {
+		known = append(known, "parts")
 	}
 	refusal, _ := stringValue(m["refusal"])
 	switch {

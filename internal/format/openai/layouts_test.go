@@ -227,9 +227,43 @@ func TestAnthropicContentBlocks(t *testing.T) {
 			t.Errorf("call %d = %+v, want %+v", i, got, w)
 		}
 	}
-	if len(sl.Warnings) != 2 || !strings.Contains(sl.Warnings[0].Message, "tool_result matches no unanswered tool_use") ||
+	if len(sl.Warnings) != 2 || !strings.Contains(sl.Warnings[0].Message, "tool result matches no unanswered call") ||
 		!strings.Contains(sl.Warnings[1].Message, "1 tool call(s) have no result") {
 		t.Errorf("warnings: %+v", sl.Warnings)
+	}
+}
+
+// TestGeminiParts: Gemini messages (role user/model, parts instead of
+// content) keep one step per message; functionCall parts become calls,
+// functionResponse parts answer them by id, else by function name, and
+// thought parts are reasoning.
+func TestGeminiParts(t *testing.T) {
+	const chat = `[{"role":"user","parts":[{"text":"list"},{"text":"then count"}]},` +
+		`{"role":"model","parts":[{"text":"plan","thought":true},{"text":"Sure."},{"functionCall":{"name":"ls","args":{"path":"."}}},{"functionCall":{"id":"c2","name":"wc","args":{}}}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"id":"c2","name":"wc","response":{"n":1}}},{"functionResponse":{"name":"ls","response":{"output":"a.txt"}}}]},` +
+		`{"role":"model","parts":[{"text":"One file."}]}]`
+	_, sls := mustNormalize(t, "gemini.json", []byte(chat))
+	sl := sls[0]
+	if len(sl.Steps) != 4 || len(sl.ToolCalls) != 2 || len(sl.Warnings) != 0 {
+		t.Fatalf("%d steps, %d calls, warnings %+v", len(sl.Steps), len(sl.ToolCalls), sl.Warnings)
+	}
+	if v := model.Deref(sl.Steps[0].MessageValue); v != "list\nthen count" {
+		t.Errorf("user text %q", v)
+	}
+	agent := sl.Steps[1]
+	if agent.Source != model.SourceAgent || model.Deref(agent.MessageValue) != "Sure." || model.Deref(agent.Reasoning) != "plan" {
+		t.Errorf("model step: %s %q reasoning %q", agent.Source, model.Deref(agent.MessageValue), model.Deref(agent.Reasoning))
+	}
+	if sl.Steps[2].Source != model.SourceTool || model.Deref(sl.Steps[2].Extra) != "" {
+		t.Errorf("result step: %s extra %s", sl.Steps[2].Source, model.Deref(sl.Steps[2].Extra))
+	}
+	type call struct{ name, args, result, link, resultStep string }
+	want := []call{{"ls", `{"path":"."}`, `{"output":"a.txt"}`, linkByName, "2"}, {"wc", `{}`, `{"n":1}`, model.LinkByID, "2"}}
+	for i, w := range want {
+		tc := sl.ToolCalls[i]
+		if got := (call{tc.FunctionName, model.Deref(tc.Arguments), model.Deref(tc.Result), tc.ResultLink, model.Deref(tc.ResultStepID)}); got != w {
+			t.Errorf("call %d = %+v, want %+v", i, got, w)
+		}
 	}
 }
 

@@ -260,8 +260,8 @@ func (s *Snapshot) eventsSource(dataset, file string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src.Kind != KindEvents {
-		return nil, fmt.Errorf("source %s is a %s source: canonical events exist only for canonical events sources (events.lance)", file, src.Kind)
+	if src.Kind != KindEvents && src.Kind != KindCompact {
+		return nil, fmt.Errorf("source %s is a %s source: canonical events exist only in events stores (events.lance) and compact sources", file, src.Kind)
 	}
 	if src.Err != nil {
 		return nil, fmt.Errorf("source %s: %w", file, src.Err)

@@ -67,6 +67,12 @@ func discover(ctx context.Context, root string, opts Options, progress func(sour
 		return []*DiscoveredSource{fileSource(root, ".", fi)}, nil
 	}
 	if kind, ok := compositeKind(root); ok {
+		if kind == KindCompact {
+			if err := d.addCompact(root, "."); err != nil {
+				return nil, err
+			}
+			return d.out, nil
+		}
 		return []*DiscoveredSource{storeSource(root, ".", kind)}, nil
 	}
 	if err := d.walkAndPin(filepath.Clean(root)); err != nil {
@@ -136,7 +142,13 @@ func (d *discoverer) walk(dir, rel string) error {
 		switch {
 		case typ.IsDir():
 			if kind, ok := compositeKind(path); ok {
-				if err := d.add(storeSource(path, childRel, kind)); err != nil {
+				var err error
+				if kind == KindCompact {
+					err = d.addCompact(path, childRel)
+				} else {
+					err = d.add(storeSource(path, childRel, kind))
+				}
+				if err != nil {
 					return err
 				}
 				continue

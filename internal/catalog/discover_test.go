@@ -262,3 +262,39 @@ func TestDiscoverPinsMatchLstat(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverCompactBranches: a compact branch is not a source; the compact
+// sources among its immediate child directories are, recursively, also when
+// the root itself is a branch or a leaf.
+func TestDiscoverCompactBranches(t *testing.T) {
+	leaf := `kind = "leaf"` + "\nformat = \"compact-jsonl/v1\"\n"
+	branch := `kind = "branch"` + "\n"
+	root := tree(t, map[string]string{
+		"chronicle.manifest":           branch,
+		"a/chronicle.manifest":         leaf,
+		"b/chronicle.manifest":         branch,
+		"b/c/chronicle.manifest":       leaf,
+		"b/plain/x.jsonl":              "{}",
+		"b/c/inner/chronicle.manifest": leaf,
+	})
+	got, err := Discover(context.Background(), root, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files(got) != "a:compact b/c:compact" {
+		t.Fatalf("root branch: %s", files(got))
+	}
+	if got, err = Discover(context.Background(), filepath.Join(root, "a"), DefaultOptions()); err != nil || files(got) != ".:compact" {
+		t.Fatalf("root leaf: %s %v", files(got), err)
+	}
+	snap, err := Build(context.Background(), []DatasetMount{{Alias: "d", URI: root}}, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	for _, s := range snap.Datasets[0].Sources {
+		if s.Revision == nil || s.Revision.RevisionKind() != "compact_manifest" {
+			t.Errorf("%s: not pinned: %v %v", s.File, s.Revision, s.Err)
+		}
+	}
+}

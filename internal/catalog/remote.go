@@ -95,7 +95,10 @@ func DiscoverRemote(ctx context.Context, b objstore.Bucket, prefix string, opts 
 	}
 	sort.SliceStable(l.out, func(i, j int) bool { return pathLess(l.out[i].File, l.out[j].File) })
 	for _, d := range l.out {
-		if marker, ok := l.markers[d]; ok && d.Kind != KindCompact {
+		switch marker, ok := l.markers[d]; {
+		case d.Kind == KindCompact:
+			d.Err = errors.New("compact sources in object stores are not readable yet; local ones are")
+		case ok:
 			d.Err = pinRemoteStore(ctx, b, d, marker)
 		}
 	}
@@ -541,6 +544,8 @@ func (s *Source) pinnedEvents(ctx context.Context, sessions map[string]bool) (*e
 		return rev.Revision, nil
 	case RemoteEventsRevision:
 		return rev.localRevision(ctx, s.snap, sessions)
+	case *CompactRevision:
+		return s.compactEvents(ctx, rev)
 	}
 	return nil, fmt.Errorf("source %s is a %s source, not canonical events", s.File, s.Kind)
 }

@@ -29,6 +29,7 @@ type Source struct {
 
 	storylines cell // runs, steps, tool_calls
 	events     cell // events
+	compact    compactLoad
 	format     string
 
 	// Directed fallbacks of an events source, by session set (see
@@ -84,7 +85,7 @@ func (s *Source) Provides(relation string) bool {
 	}
 	switch relation {
 	case model.RelEvents:
-		return s.Kind == KindEvents
+		return s.Kind == KindEvents || s.Kind == KindCompact
 	case model.RelRuns, model.RelSteps, model.RelToolCalls:
 		return true
 	}
@@ -180,6 +181,12 @@ func (s *Source) resolveStorylines(ctx context.Context) (*Resolved, error) {
 			return generationFiles(p.Generation), nil
 		}
 		return s.eventFallback(ctx, rev.Revision, nil)
+	case *CompactRevision:
+		evs, err := s.compactEvents(ctx, rev)
+		if err != nil {
+			return nil, err
+		}
+		return s.eventFallback(ctx, evs, nil)
 	case *FileRevision:
 		return s.normalizeFile(ctx, *rev)
 	// Remote sources (remote.go): download only the pinned objects needed.

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,7 +197,7 @@ func pin(d *DiscoveredSource) error {
 		}
 		d.Size, d.ModTime = size, rev.CreatedAt
 	case KindCompact:
-		return errors.New("compact sources are not readable by this build yet")
+		return pinCompact(d)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/store/compact"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/projection"
 )
@@ -119,5 +121,75 @@ func TestProjectionSelectedAndCanonicalStillVisible(t *testing.T) {
 	}
 	if n := mustQuery(t, e2, "SELECT count(*) FROM runs").Rows[0][0]; n != int64(3) || snap2.FallbackSessions() != 3 {
 		t.Fatalf("fallback runs = %v, sessions %d", n, snap2.FallbackSessions())
+	}
+}
+
+// compactLeaf makes dir a compact leaf holding the given sessions' events,
+// one part per session.
+func compactLeaf(t *testing.T, dir string, sessions ...string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := compact.CreateLeaf(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if err := compact.Append(context.Background(), dir, sessionEvents(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCompactSourcesReadLikeCanonicalEvents: a compact leaf (chronicle.manifest
+// with canonical event JSONL parts) is a source of events and of the
+// Storylines normalized from them; a branch contributes its child leaves;
+// a part changed after pinning fails the query.
+func TestCompactSourcesReadLikeCanonicalEvents(t *testing.T) {
+	root := t.TempDir()
+	compactLeaf(t, filepath.Join(root, "solo"), "s1")
+	branch := filepath.Join(root, "fleet")
+	if err := os.MkdirAll(branch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := compact.CreateBranch(branch); err != nil {
+		t.Fatal(err)
+	}
+	compactLeaf(t, filepath.Join(branch, "a"), "s2", "s3")
+	compactLeaf(t, filepath.Join(branch, "b"), "s4")
+	if err := os.MkdirAll(filepath.Join(branch, "not-compact"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	snap, e := open(t, root, catalog.DefaultOptions())
+	if evs, err := snap.LoadEvents(context.Background(), catalog.DefaultAlias, "fleet/a", "s3"); err != nil || len(evs) != 6 || evs[0].File != "fleet/a" {
+		t.Fatalf("LoadEvents: %d events, %v", len(evs), err)
+	}
+	if got := rowsOf(t, e, "SELECT _file_, kind, source_type, status, revision_kind FROM sources ORDER BY 1"); got !=
+		"fleet/a,store,compact,ready,compact_manifest;fleet/b,store,compact,ready,compact_manifest;solo,store,compact,ready,compact_manifest" {
+		t.Fatalf("sources: %s", got)
+	}
+	if got := rowsOf(t, e, "SELECT _file_, count(*), count(DISTINCT session_id) FROM events GROUP BY 1 ORDER BY 1"); got != "fleet/a,12,2;fleet/b,6,1;solo,6,1" {
+		t.Fatalf("events: %s", got)
+	}
+	if got := rowsOf(t, e, "SELECT _file_, session_id, step_count, tool_call_count, status FROM runs ORDER BY 1, 2"); got !=
+		"fleet/a,s2,2,1,completed;fleet/a,s3,2,1,completed;fleet/b,s4,2,1,completed;solo,s1,2,1,completed" {
+		t.Fatalf("runs: %s", got)
+	}
+
+	// A part rewritten after the Snapshot pinned it fails the query.
+	root2 := t.TempDir()
+	compactLeaf(t, filepath.Join(root2, "leaf"), "s1")
+	_, e2 := open(t, root2, catalog.DefaultOptions())
+	parts, err := filepath.Glob(filepath.Join(root2, "leaf", "*.jsonl"))
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("parts: %v %v", parts, err)
+	}
+	if err := os.WriteFile(parts[0], []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e2.Query(context.Background(), "SELECT count(*) FROM events")
+	var changed *catalog.ErrSourceChanged
+	if !errors.As(err, &changed) {
+		t.Fatalf("a changed part: want ErrSourceChanged, got %v", err)
 	}
 }

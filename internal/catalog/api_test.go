@@ -96,7 +96,7 @@ func TestLoadStorylineFromFileSource(t *testing.T) {
 			t.Errorf("%v: err = %v, want ErrNotFound", c, err)
 		}
 	}
-	if _, err := snap.LoadEvents(ctx, "prod", "a/chat.jsonl", "conv-1"); err == nil || !strings.Contains(err.Error(), "only for canonical events sources") {
+	if _, err := snap.LoadEvents(ctx, "prod", "a/chat.jsonl", "conv-1"); err == nil || !strings.Contains(err.Error(), "canonical events exist only in events stores") {
 		t.Errorf("LoadEvents on a file source: %v", err)
 	}
 	if _, err := snap.CanonicalEventURI("prod", "a/chat.jsonl", "conv-1"); err == nil {

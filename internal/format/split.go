@@ -48,6 +48,11 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 	return true
 }
 
+// JoinArray is SplitArray's inverse: the JSON array of the given elements.
+func JoinArray(elems [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(elems, []byte{','})...), ']')
+}
+
 // SplitArray returns the elements of the valid JSON value raw, and false
 // when it is not an array.
 func SplitArray(raw []byte) ([][]byte, bool) {

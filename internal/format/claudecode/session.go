@@ -328,9 +328,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 		s.toolResult(c, n, newID(), ts, i, blk, take())
 	}
 	if userAt >= 0 {
-		joined := append([]byte{'['}, joinBytes(others)...)
-		joined = append(joined, ']')
-		text, kind, _ := format.Content(joined)
+		text, kind, _ := format.Content(format.JoinArray(others))
 		c.sl.Steps[userAt].MessageKind, c.sl.Steps[userAt].MessageValue = kind, model.StrAlways(text)
 	}
 	if len(blocks) == 0 {
@@ -342,17 +340,6 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 		// tool_use line).
 		c.last = nil
 	}
-}
-
-func joinBytes(parts [][]byte) []byte {
-	var out []byte
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return out
 }
 
 // toolResult adds a tool step for one tool_result block and links it to the

@@ -74,7 +74,7 @@ func anthropicBlocks(raw jsonx.RawMessage) *blocks {
 		return nil
 	}
 	if len(rest) > 0 {
-		b.text, b.kind, b.hasText = content(append(append([]byte{'['}, joinJSON(rest)...), ']'))
+		b.text, b.kind, b.hasText = content(format.JoinArray(rest))
 	}
 	return &b
 }
@@ -120,17 +120,6 @@ func callKey(id, name string) string {
 		return id
 	}
 	return nameKeyPrefix + name
-}
-
-func joinJSON(parts [][]byte) []byte {
-	var out []byte
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return out
 }
 
 // onlyResults reports whether the message just returns tool results.

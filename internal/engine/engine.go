@@ -38,7 +38,7 @@ type Engine struct {
 	// spare is the next query's instance, prepared in the background
 	// (instance.go); nil when none is being prepared.
 	spare   *pending
-	mu      sync.Mutex // guards spare, closed and analyses
+	mu      sync.Mutex // guards spare, closed, analyses and plans
 	closed  bool
 	closing sync.WaitGroup // used instances being closed in the background
 

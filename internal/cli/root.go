@@ -43,7 +43,7 @@ func NewRoot(e *env) *cobra.Command {
 		Short: "Query folders and buckets of AI-agent trajectories with SQL",
 		Long: `pchronicle opens a folder or bucket of agent trajectories (ATIF, OpenAI
 messages and Codex rollouts, ACTF/ATOF traces, Claude Code transcripts,
-canonical events, and pchronicle's own stores), normalizes them into runs, steps and tool_calls,
+OpenHands trajectories, canonical events, and pchronicle's own stores), normalizes them into runs, steps and tool_calls,
 and lets you inspect, import and query them.`,
 		Version:       Version,
 		SilenceUsage:  true,

@@ -26,6 +26,7 @@ const (
 	ACTF       = "actf"
 	Canonical  = "canonical"
 	ClaudeCode = "claude-code"
+	OpenHands  = "openhands"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

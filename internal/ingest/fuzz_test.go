@@ -27,10 +27,11 @@ func FuzzDetectAndNormalize(f *testing.F) {
 		}
 		f.Add(data, filepath.Base(rel))
 	}
-	// Formats no public sample exists for: the adapters' own fixtures.
-	fixtures, err := filepath.Glob(filepath.Join(testutil.RepoRoot(f), "internal", "format", "claudecode", "testdata", "*.jsonl"))
+	// Formats and dialects no public sample exists for: the adapters' own
+	// fixtures.
+	fixtures, err := filepath.Glob(filepath.Join(testutil.RepoRoot(f), "internal", "format", "*", "testdata", "*.json*"))
 	if err != nil || len(fixtures) == 0 {
-		f.Fatalf("claude-code fixtures: %v", err)
+		f.Fatalf("adapter fixtures: %v", err)
 	}
 	for _, path := range fixtures {
 		data, err := os.ReadFile(path)

@@ -18,6 +18,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
+	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -46,8 +47,10 @@ func (o Options) detectionBytes() int64 {
 // generic "object with messages" test never claims a more specific format.
 // Claude Code lines (type user/assistant/system/summary… with sessionId and
 // uuid) match none of the other adapters; it sits before OpenAI, whose
-// shapes are the most generic.
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openai.New()}
+// shapes are the most generic. OpenHands (a history of events with id +
+// source + action/observation and no role) also sits before OpenAI, whose
+// wrapped layout would otherwise see an object with history.
+var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -99,6 +102,7 @@ func explain(p *format.Probe) string {
 	return fmt.Sprintf("%s with keys [%s] matches no supported format%s; expected ATIF (schema_version + agent + steps), "+
 		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
 		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
+		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

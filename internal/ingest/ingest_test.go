@@ -177,3 +177,28 @@ func TestCheckRunsBeforeAndAfterTheRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAdapterFixturesAreDetected runs the fixtures of formats no public
+// sample exists for through the registered adapter list: each must be
+// claimed by its own adapter, not a more generic one, and normalize. (That
+// no sample changes its detection is TestEverySampleIsDetectedAndNormalizes.)
+func TestAdapterFixturesAreDetected(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(t), "internal", "format")
+	for _, tt := range []struct{ file, format, layout string }{
+		{"claudecode/testdata/session-basic.jsonl", format.ClaudeCode, "jsonl"},
+		{"claudecode/testdata/session-subagents.jsonl", format.ClaudeCode, "jsonl"},
+		{"claudecode/testdata/agent-a1b2c3d.jsonl", format.ClaudeCode, "jsonl"},
+		{"openhands/testdata/output.jsonl", format.OpenHands, "jsonl"},
+		{"openhands/testdata/trajectory-ipython.json", format.OpenHands, "json"},
+	} {
+		path := filepath.Join(dir, filepath.FromSlash(tt.file))
+		n := 0
+		det, err := NormalizeFile(context.Background(), path, tt.file, Options{}, func(*model.Storyline) error { n++; return nil })
+		if err != nil || n == 0 {
+			t.Errorf("%s: %d Storylines, %v", tt.file, n, err)
+		}
+		if det.Format != tt.format || det.Layout != tt.layout {
+			t.Errorf("%s: detected %s/%s, want %s/%s", tt.file, det.Format, det.Layout, tt.format, tt.layout)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -66,4 +68,35 @@ func MustNormalize(t testing.TB, a format.Adapter, name string, data []byte) (la
 		t.Fatalf("%s: %v", name, err)
 	}
 	return layout, sls
+}
+
+// Fixture reads testdata/name of the test's package.
+func Fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// GoldenFixtures normalizes each testdata fixture with adapter a and
+// compares its Storylines with testdata/golden/<name>.golden.json (the
+// fixture's name without .json/.jsonl).
+func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			_, sls := MustNormalize(t, a, name, Fixture(t, name))
+			out := make([]GoldenStoryline, len(sls))
+			for i, sl := range sls {
+				out[i] = NewGoldenStoryline(sl)
+			}
+			got, err := json.MarshalIndent(out, "", " ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
+			Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
+		})
+	}
 }

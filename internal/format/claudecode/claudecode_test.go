@@ -3,10 +3,7 @@ package claudecode
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,36 +17,13 @@ import (
 // responses, a session with two inline sidechains, and a subagent file.
 var fixtures = []string{"session-basic.jsonl", "session-subagents.jsonl", "agent-a1b2c3d.jsonl"}
 
-func readFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 func normalize(t testing.TB, name string, data []byte) []*model.Storyline {
 	t.Helper()
 	_, sls := testutil.MustNormalize(t, New(), name, data)
 	return sls
 }
 
-func TestGolden(t *testing.T) {
-	for _, name := range fixtures {
-		t.Run(name, func(t *testing.T) {
-			var out []testutil.GoldenStoryline
-			for _, sl := range normalize(t, name, readFixture(t, name)) {
-				out = append(out, testutil.NewGoldenStoryline(sl))
-			}
-			got, err := json.MarshalIndent(out, "", " ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			testutil.Golden(t, filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".golden.json"), got)
-		})
-	}
-}
+func TestGolden(t *testing.T) { testutil.GoldenFixtures(t, New(), fixtures...) }
 
 func i64(p *int64) int64 {
 	if p == nil {
@@ -98,7 +72,7 @@ func TestFigures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file+"/"+tt.session, func(t *testing.T) {
 			var sl *model.Storyline
-			for _, s := range normalize(t, tt.file, readFixture(t, tt.file)) {
+			for _, s := range normalize(t, tt.file, testutil.Fixture(t, tt.file)) {
 				if s.Run.SessionID == tt.session {
 					sl = s
 				}
@@ -138,7 +112,7 @@ func TestFigures(t *testing.T) {
 
 // TestDetails pins single mappings of session-basic and session-subagents.
 func TestDetails(t *testing.T) {
-	sls := normalize(t, "b.jsonl", readFixture(t, "session-basic.jsonl"))
+	sls := normalize(t, "b.jsonl", testutil.Fixture(t, "session-basic.jsonl"))
 	if len(sls) != 1 {
 		t.Fatalf("%d Storylines", len(sls))
 	}
@@ -193,7 +167,7 @@ func TestDetails(t *testing.T) {
 		t.Errorf("warnings: %v", w)
 	}
 
-	sls = normalize(t, "s.jsonl", readFixture(t, "session-subagents.jsonl"))
+	sls = normalize(t, "s.jsonl", testutil.Fixture(t, "session-subagents.jsonl"))
 	if len(sls) != 3 {
 		t.Fatalf("%d Storylines, want main + 2 sidechains", len(sls))
 	}
@@ -342,7 +316,7 @@ func TestDetect(t *testing.T) {
 
 func FuzzNormalize(f *testing.F) {
 	for _, name := range fixtures {
-		f.Add(readFixture(f, name))
+		f.Add(testutil.Fixture(f, name))
 	}
 	f.Add([]byte(`{"type":"assistant","uuid":"a","sessionId":"s","isSidechain":true,"message":{"id":"m","content":[{"type":"tool_use"}],"usage":null}}`))
 	f.Add([]byte(`{"type":"user","sessionId":"s","message":{"content":[{"type":"tool_result","content":[{"type":"image","source":{"data":1}}]},"x",null]}}`))

@@ -278,7 +278,7 @@ func (c *chain) add(st model.Step) int {
 func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]jsonx.RawMessage) {
 	text, _, ok := format.Content(obj["content"])
 	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
-		Timestamp: ts, Extra: strip(format.Extra(obj, systemKeys...))}
+		Timestamp: ts, Extra: format.StripExtra(format.Extra(obj, systemKeys...))}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
@@ -299,7 +299,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 			return nil
 		}
 		first = false
-		return strip(extra)
+		return format.StripExtra(extra)
 	}
 	newID := func() string { return c.stepID(id) }
 	content := msg["content"]
@@ -353,7 +353,7 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 	if e := format.Extra(blk, "type", "content"); e != nil {
 		extra = format.MergeExtra(extra, "tool_result", json.RawMessage(*e))
 	}
-	st.Extra = strip(extra)
+	st.Extra = format.StripExtra(extra)
 	c.add(st)
 	isErr, _ := format.Bool(blk["is_error"])
 	status := model.ResultOK
@@ -403,7 +403,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
 			extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
 		}
-		st.Extra = strip(extra)
+		st.Extra = format.StripExtra(extra)
 	}
 	if m := format.String(msg["model"]); m != "" {
 		st.ModelName = model.Str(m)
@@ -459,7 +459,7 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 	id := format.String(blk["id"])
 	args, valid := format.ArgumentsText(blk["input"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.String(blk["name"]),
-		Arguments: args, ArgumentsValid: valid, Extra: strip(format.Extra(blk, "type", "id", "name", "input"))}
+		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(format.Extra(blk, "type", "id", "name", "input"))}
 	if id == "" {
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
 	}
@@ -570,27 +570,10 @@ func (c *chain) build(s *session, runID string) *model.Storyline {
 		r.AgentModelName = model.Str(c.anyModel)
 	}
 	r.Status = model.StatusUnknown
-	missing := 0
-	for i := range sl.ToolCalls {
-		if sl.ToolCalls[i].ResultStatus == "" {
-			missing++
-		}
-	}
-	if missing > 0 {
+	if missing := format.UnansweredCalls(sl.ToolCalls); missing > 0 {
 		sl.Warnings = append(sl.Warnings, model.Warning{Message: fmt.Sprintf("%d tool call(s) have no result", missing)})
 	}
-	for i := range sl.Steps {
-		t := sl.Steps[i].Timestamp
-		if t == nil {
-			continue
-		}
-		if r.StartedAt == nil || t.Before(*r.StartedAt) {
-			r.StartedAt = t
-		}
-		if r.EndedAt == nil || t.After(*r.EndedAt) {
-			r.EndedAt = t
-		}
-	}
+	r.StartedAt, r.EndedAt = format.StepTimeRange(sl.Steps)
 	sl.Finalize(s.src.File)
 	return sl
 }
@@ -617,15 +600,6 @@ func (s *session) runExtra() *string {
 		extra = format.MergeExtra(extra, "other_session_ids", b)
 	}
 	return extra
-}
-
-// strip replaces inline base64 payloads in an extra object by digests.
-func strip(extra *string) *string {
-	if extra == nil {
-		return nil
-	}
-	out := string(format.StripInlineData(json.RawMessage(*extra)))
-	return &out
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -103,17 +102,11 @@ func (b *builder) resolve(key, link string, result *string, status, stepID strin
 // finish fills what is derived from the whole Storyline, then Finalize.
 func (b *builder) finish(file string) *model.Storyline {
 	sl := b.sl
-	missing := 0
-	for i := range sl.ToolCalls {
-		if sl.ToolCalls[i].ResultStatus == "" {
-			missing++
-		}
-	}
-	if missing > 0 {
+	if missing := format.UnansweredCalls(sl.ToolCalls); missing > 0 {
 		b.warn(fmt.Sprintf("%d tool call(s) have no result", missing))
 	}
 	if sl.Run.StartedAt == nil || sl.Run.EndedAt == nil {
-		first, last := stepTimeRange(sl.Steps)
+		first, last := format.StepTimeRange(sl.Steps)
 		if sl.Run.StartedAt == nil {
 			sl.Run.StartedAt = first
 		}
@@ -123,22 +116,6 @@ func (b *builder) finish(file string) *model.Storyline {
 	}
 	sl.Finalize(file)
 	return sl
-}
-
-func stepTimeRange(steps []model.Step) (first, last *time.Time) {
-	for i := range steps {
-		t := steps[i].Timestamp
-		if t == nil {
-			continue
-		}
-		if first == nil || t.Before(*first) {
-			first = t
-		}
-		if last == nil || t.After(*last) {
-			last = t
-		}
-	}
-	return first, last
 }
 
 // fingerprints returns one hash per step over what a repeated message keeps

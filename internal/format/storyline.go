@@ -1,0 +1,49 @@
+package format
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Helpers adapters share when they finish a Storyline.
+
+// UnansweredCalls counts the tool calls that never got a result; adapters
+// warn "N tool call(s) have no result" once per Storyline.
+func UnansweredCalls(calls []model.ToolCall) int {
+	n := 0
+	for i := range calls {
+		if calls[i].ResultStatus == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// StepTimeRange returns the earliest and latest step timestamps (nil when
+// no step has one).
+func StepTimeRange(steps []model.Step) (first, last *time.Time) {
+	for i := range steps {
+		t := steps[i].Timestamp
+		if t == nil {
+			continue
+		}
+		if first == nil || t.Before(*first) {
+			first = t
+		}
+		if last == nil || t.After(*last) {
+			last = t
+		}
+	}
+	return first, last
+}
+
+// StripExtra is StripInlineData for an extra column value (nil stays nil).
+func StripExtra(extra *string) *string {
+	if extra == nil {
+		return nil
+	}
+	out := string(StripInlineData(json.RawMessage(*extra)))
+	return &out
+}

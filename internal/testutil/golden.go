@@ -100,3 +100,12 @@ func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 		})
 	}
 }
+
+// OrMinus1 is an optional count for comparisons in figure tests: -1 when
+// absent, so that absent and 0 stay apart.
+func OrMinus1(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

@@ -95,13 +95,6 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func i64(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
-}
-
 // TestFigures asserts the figures checked by hand against the sources (see
 // the report and docs/formats.md (actf section)).
 func TestFigures(t *testing.T) {
@@ -154,7 +147,7 @@ func TestFigures(t *testing.T) {
 				}
 			}
 			got := []any{r.Status, model.Deref(r.AgentName), model.Deref(r.AgentModelName), model.Deref(r.ParentSessionID),
-				r.StepCount, r.ToolCallCount, errorCalls, i64(r.PromptTokens), i64(r.CompletionTokens), i64(r.CachedTokens),
+				r.StepCount, r.ToolCallCount, errorCalls, testutil.OrMinus1(r.PromptTokens), testutil.OrMinus1(r.CompletionTokens), testutil.OrMinus1(r.CachedTokens),
 				len(sl.Warnings), strings.Join(sources, ","), r.SourceFormat}
 			want := []any{tt.status, tt.agent, tt.model, tt.parent, tt.steps, tt.calls, tt.errorCalls,
 				tt.prompt, tt.completion, tt.cached, tt.warnings, tt.sources, "actf/" + tt.layout}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // figures are the key numbers of one Storyline, counted by hand (jq/python)
@@ -130,9 +131,9 @@ func figuresOf(t *testing.T, sl *model.Storyline) figures {
 	f := figures{
 		session: r.SessionID, parent: model.Deref(r.ParentSessionID), sourceFormat: r.SourceFormat, status: r.Status,
 		steps: len(sl.Steps), stepCount: int(r.StepCount), calls: len(sl.ToolCalls), callCount: int(r.ToolCallCount),
-		prompt: orNeg(r.PromptTokens), reportedPrompt: orNeg(r.ReportedPromptTokens),
-		completion: orNeg(r.CompletionTokens), reportedCompletion: orNeg(r.ReportedCompletionTokens),
-		reportedSteps: orNeg(r.ReportedStepCount), continued: model.Deref(r.ContinuedTrajectoryRef),
+		prompt: testutil.OrMinus1(r.PromptTokens), reportedPrompt: testutil.OrMinus1(r.ReportedPromptTokens),
+		completion: testutil.OrMinus1(r.CompletionTokens), reportedCompletion: testutil.OrMinus1(r.ReportedCompletionTokens),
+		reportedSteps: testutil.OrMinus1(r.ReportedStepCount), continued: model.Deref(r.ContinuedTrajectoryRef),
 	}
 	for _, st := range sl.Steps {
 		if st.IsCopiedContext {
@@ -169,11 +170,4 @@ func figuresOf(t *testing.T, sl *model.Storyline) figures {
 		}
 	}
 	return f
-}
-
-func orNeg(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
 }

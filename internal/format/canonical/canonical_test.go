@@ -49,13 +49,6 @@ func TestGolden(t *testing.T) {
 	testutil.Golden(t, path, got)
 }
 
-func i64(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
-}
-
 // TestFigures asserts the figures counted by hand in testdata/two_sessions.jsonl.
 func TestFigures(t *testing.T) {
 	sls := normalize(t, readSample(t))
@@ -83,7 +76,7 @@ func TestFigures(t *testing.T) {
 	for _, tt := range tests {
 		r := sls[tt.idx].Run
 		got := []any{r.RunID, r.Status, model.Deref(r.ParentSessionID), model.Deref(r.AgentID), r.StepCount, r.ToolCallCount,
-			i64(r.PromptTokens), i64(r.CompletionTokens), i64(r.CachedTokens), i64(r.ReportedPromptTokens), len(sls[tt.idx].Warnings),
+			testutil.OrMinus1(r.PromptTokens), testutil.OrMinus1(r.CompletionTokens), testutil.OrMinus1(r.CachedTokens), testutil.OrMinus1(r.ReportedPromptTokens), len(sls[tt.idx].Warnings),
 			r.SourceFormat}
 		want := []any{tt.runID, tt.status, tt.parent, tt.agentID, tt.steps, tt.calls, tt.prompt, tt.completion, tt.cached,
 			tt.reportedIn, tt.warnings, "canonical/jsonl"}
@@ -97,7 +90,7 @@ func TestFigures(t *testing.T) {
 		t.Errorf("times %v %v", r.StartedAt, r.EndedAt)
 	}
 	if model.Deref(r.ContinuedTrajectoryRef) != "next.jsonl" || model.Deref(r.TrajectoryID) != "traj-main" ||
-		model.Deref(r.AgentModelName) != "gpt-4.1" || i64(r.ReportedStepCount) != 5 {
+		model.Deref(r.AgentModelName) != "gpt-4.1" || testutil.OrMinus1(r.ReportedStepCount) != 5 {
 		t.Errorf("run %+v", r)
 	}
 	if want := `[{"step_id":"s3","session_id":"sub","embedded":true,"child_session_id":"sub"}]`; model.Deref(r.SubagentRefs) != want {
@@ -119,7 +112,7 @@ func TestFigures(t *testing.T) {
 	if s3.MessageKind != messageKindToolCallsOnly || s3.Timestamp.Nanosecond() != 123456000 || model.Deref(s3.Extra) != `{"latency_ms":812}` {
 		t.Errorf("s3 %+v", s3)
 	}
-	if model.Deref(s5.ModelName) != "gpt-4.1-mini" || i64(s5.PromptTokens) != 150 {
+	if model.Deref(s5.ModelName) != "gpt-4.1-mini" || testutil.OrMinus1(s5.PromptTokens) != 150 {
 		t.Errorf("s5 %+v", s5)
 	}
 	if sub := sls[0].Steps[0]; sub.StepID != "s-2" || sub.CostUSD == nil || *sub.CostUSD != 0.001 {

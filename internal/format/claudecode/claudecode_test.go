@@ -25,13 +25,6 @@ func normalize(t testing.TB, name string, data []byte) []*model.Storyline {
 
 func TestGolden(t *testing.T) { testutil.GoldenFixtures(t, New(), fixtures...) }
 
-func i64(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
-}
-
 // TestFigures asserts figures computed by hand from the fixtures. Usage is
 // counted once per message.id (the last line's usage of a split response);
 // prompt = input + cache_read + cache_creation, cached = cache_read.
@@ -96,7 +89,7 @@ func TestFigures(t *testing.T) {
 			r := sl.Run
 			got := []any{r.RunID, model.Deref(r.ParentSessionID), model.Deref(r.AgentID), strings.Join(sources, ","),
 				r.StepCount, r.ToolCallCount, linked, errorCalls,
-				i64(r.PromptTokens), i64(r.CachedTokens), i64(r.CompletionTokens), len(sl.Warnings),
+				testutil.OrMinus1(r.PromptTokens), testutil.OrMinus1(r.CachedTokens), testutil.OrMinus1(r.CompletionTokens), len(sl.Warnings),
 				r.SourceFormat, model.Deref(r.AgentName), model.Deref(r.AgentModelName), r.Status}
 			want := []any{tt.run, tt.parent, tt.agentID, tt.sources, tt.steps, tt.calls, tt.linked, tt.errorCalls,
 				tt.prompt, tt.cached, tt.completion, tt.warnings,

@@ -26,13 +26,6 @@ func normalize(t testing.TB, name string, data []byte) []*model.Storyline {
 
 func TestGolden(t *testing.T) { testutil.GoldenFixtures(t, New(), fixtures...) }
 
-func i64(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
-}
-
 // TestFigures asserts figures computed by hand from the fixtures.
 //
 // output.jsonl line 1 (django__django-11099): 13 events → 13 steps; the
@@ -94,7 +87,7 @@ func TestFigures(t *testing.T) {
 			}
 			r := sl.Run
 			got := []any{r.RunID, strings.Join(sources, ","), r.StepCount, r.ToolCallCount, linked, errorCalls, missing,
-				i64(r.PromptTokens), i64(r.CompletionTokens), i64(r.CachedTokens), len(sl.Warnings),
+				testutil.OrMinus1(r.PromptTokens), testutil.OrMinus1(r.CompletionTokens), testutil.OrMinus1(r.CachedTokens), len(sl.Warnings),
 				r.Status, model.Deref(r.AgentName), model.Deref(r.AgentModelName)}
 			want := []any{tt.session, tt.sources, tt.steps, tt.calls, tt.linked, tt.errorCalls, tt.missing,
 				tt.prompt, tt.completion, tt.cached, tt.warnings, tt.status, tt.agent, tt.model}
@@ -156,7 +149,7 @@ func TestDetails(t *testing.T) {
 	}
 	r := sl.Run
 	if r.StartedAt.Format("15:04:05.000") != "10:00:00.000" || r.EndedAt.Format("15:04:05.000") != "10:00:20.050" ||
-		i64(r.ReportedPromptTokens) != 23200 || i64(r.ReportedCompletionTokens) != 485 || i64(r.ReportedCachedTokens) != 21500 ||
+		testutil.OrMinus1(r.ReportedPromptTokens) != 23200 || testutil.OrMinus1(r.ReportedCompletionTokens) != 485 || testutil.OrMinus1(r.ReportedCachedTokens) != 21500 ||
 		r.ReportedCostUSD == nil || *r.ReportedCostUSD != 0.0912 || r.SourceFormat != "openhands/jsonl" {
 		t.Errorf("run: %+v", r)
 	}

@@ -317,17 +317,17 @@ func (s *Snapshot) EachStoryline(ctx context.Context, dataset, file string, f St
 		where += " AND _file_ = ?"
 		args = append(args, src.File)
 	}
-	runs, err := openCursor(ctx, db, model.RelRuns, res.Files[model.RelRuns], where, args, runKey)
+	runs, err := openCursor(ctx, db, model.RelRuns, res, where, args, runKey)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", file, err)
 	}
 	defer runs.close()
-	steps, err := openCursor(ctx, db, model.RelSteps, res.Files[model.RelSteps], where, args, stepKey)
+	steps, err := openCursor(ctx, db, model.RelSteps, res, where, args, stepKey)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", file, err)
 	}
 	defer steps.close()
-	calls, err := openCursor(ctx, db, model.RelToolCalls, res.Files[model.RelToolCalls], where, args, callKey)
+	calls, err := openCursor(ctx, db, model.RelToolCalls, res, where, args, callKey)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", file, err)
 	}
@@ -416,14 +416,15 @@ var orderBy = map[string]string{
 	model.RelToolCalls: "session_id, _file_, call_index",
 }
 
-func openCursor[T any](ctx context.Context, db *sql.DB, rel string, files []string, where string, args []any, key func(*T) storyKey) (*cursor[T], error) {
+func openCursor[T any](ctx context.Context, db *sql.DB, rel string, res *Resolved, where string, args []any, key func(*T) storyKey) (*cursor[T], error) {
 	c := &cursor[T]{key: key}
+	files := res.Files[rel]
 	if len(files) == 0 {
 		return c, nil
 	}
 	cols := make([]string, 0, len(model.Schemas[rel]))
-	for _, name := range model.ColumnNames(rel) {
-		cols = append(cols, `"`+name+`"`)
+	for _, col := range model.Schemas[rel] {
+		cols = append(cols, res.Select(col))
 	}
 	quoted := make([]string, len(files))
 	for i, f := range files {

@@ -284,10 +284,15 @@ func isFile(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// peripheralSuffixes are the name endings of candidate file sources (any
+// case): JSON documents and lines, SWE-agent .traj, Inspect AI .eval zips,
+// and Aider chat histories — by that full name only, never every .md.
+var peripheralSuffixes = []string{".json", ".jsonl", ".ndjson", ".traj", ".eval", ".aider.chat.history.md"}
+
 // isPeripheral reports whether a file found by a walk is a candidate
-// source: a .json, .jsonl or .ndjson file (any case).
+// source. It looks at the name only: discovery reads no file.
 func isPeripheral(name string) bool {
-	for _, ext := range []string{".json", ".jsonl", ".ndjson"} {
+	for _, ext := range peripheralSuffixes {
 		if len(name) >= len(ext) && strings.EqualFold(name[len(name)-len(ext):], ext) {
 			return true
 		}

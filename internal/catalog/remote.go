@@ -68,7 +68,7 @@ func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Opt
 // max_files+1 sources without collecting the listing, recognizes Storyline
 // roots (CURRENT), events roots (events.lance/_manifest.json) and compact
 // sources (chronicle.manifest), skips every object inside them, and keeps
-// the remaining .json/.jsonl/.ndjson objects. Sources come in the same
+// the remaining candidate files (isPeripheral). Sources come in the same
 // path order as a local walk. Store sources are pinned here, through the
 // bucket; a store that cannot be pinned carries the error (Err). A failed
 // listing is an error.

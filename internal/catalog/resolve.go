@@ -51,6 +51,19 @@ type Resolved struct {
 	// the (shared) files hold: a reader of only some of them must filter by
 	// _file_ (see Snapshot.ResolveFiles).
 	Owners []string
+	// SchemaVersion is the row schema the files were written at (0: this
+	// build's); a column added later is absent from them and reads as NULL
+	// (model.Column.MissingIn).
+	SchemaVersion int
+}
+
+// Select returns the SQL select-list item of column c for these files: the
+// column itself, or a typed NULL when the files predate it.
+func (r *Resolved) Select(c model.Column) string {
+	if r != nil && r.SchemaVersion != 0 && c.MissingIn(r.SchemaVersion) {
+		return "CAST(NULL AS " + c.SQLType + ") AS " + QuoteIdent(c.Name)
+	}
+	return QuoteIdent(c.Name)
 }
 
 type cell struct {
@@ -209,7 +222,7 @@ func generationFiles(g *storyline.Generation) *Resolved {
 	for _, rel := range storyline.Tables {
 		files[rel] = []string{g.Path(rel)}
 	}
-	return &Resolved{Files: files, Dirs: []string{g.Dir}}
+	return &Resolved{Files: files, Dirs: []string{g.Dir}, SchemaVersion: g.Manifest.SchemaVersion}
 }
 
 // scratch writes the Storylines that fill produces into a fresh directory

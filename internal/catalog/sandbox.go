@@ -61,5 +61,8 @@ func AccessSettings(spill string, allowed []string) []string {
 	}
 }
 
+// QuoteIdent returns s as a quoted SQL identifier.
+func QuoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
 // SQLString returns s as a SQL string literal.
 func SQLString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -41,7 +41,7 @@ func init() {
 		cmd := &cobra.Command{
 			Use:   "inspect PATH...",
 			Short: "Detect, normalize and summarize trajectory files",
-			Long: `Detect the format of each file (or of every .json/.jsonl/.ndjson file under a
+			Long: `Detect the format of each file (or of every .json/.jsonl/.ndjson/.traj/.eval/.aider.chat.history.md file under a
 directory, in path order, without following symbolic links), normalize it, and
 print one row per Storyline: format, session and run ids, agent, model, step and
 tool-call counts, token totals, status and warnings.

@@ -118,11 +118,11 @@ func scans(rel string, rp *relPlan) []string {
 				}
 			}
 		default:
-			out = append(out, scan(rel, src.File, files))
+			out = append(out, scan(rel, src.File, files, res))
 		}
 	}
 	if len(fileParts) > 0 {
-		q := scan(rel, "", fileParts)
+		q := scan(rel, "", fileParts, nil) // normalized by this build
 		if !covers(hits, owners) {
 			q += " WHERE _file_ IN (" + quoteList(sortedKeys(hits)) + ")"
 		}
@@ -152,15 +152,16 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // scan reads Parquet files for a relation; a non-empty file replaces the
-// stored _file_ with that constant.
-func scan(rel, file string, files []string) string {
+// stored _file_ with that constant. res says which columns the files lack
+// (written at an older schema version; nil: none).
+func scan(rel, file string, files []string, res *catalog.Resolved) string {
 	cols := model.Schemas[rel]
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if c.Name == "_file_" && file != "" {
 			sel[i] = quote(file) + "::VARCHAR AS _file_"
 		} else {
-			sel[i] = Ident(c.Name)
+			sel[i] = res.Select(c)
 		}
 	}
 	return fmt.Sprintf("SELECT %s FROM read_parquet([%s])", strings.Join(sel, ", "), quoteList(files))

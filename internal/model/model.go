@@ -12,9 +12,14 @@ package model
 import "time"
 
 // SchemaVersion is the version of the Storyline/events row schemas written by
-// this build. Stores record it in their manifests; readers reject versions
-// they do not know.
-const SchemaVersion = 1
+// this build. Stores record it in their manifests; readers accept every
+// version from MinSchemaVersion on and read a column added later (its
+// `since` tag, see Column.Since) as NULL, and reject versions they do not
+// know.
+const (
+	SchemaVersion    = 2
+	MinSchemaVersion = 1
+)
 
 // Step sources.
 const (
@@ -64,12 +69,18 @@ type Run struct {
 	StartedAt         *time.Time `parquet:"started_at,optional,timestamp(microsecond)" json:"started_at"`
 	EndedAt           *time.Time `parquet:"ended_at,optional,timestamp(microsecond)" json:"ended_at"`
 	Status            string     `parquet:"status" json:"status"`
-	StepCount         int64      `parquet:"step_count" json:"step_count"`
-	ToolCallCount     int64      `parquet:"tool_call_count" json:"tool_call_count"`
-	PromptTokens      *int64     `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
-	CompletionTokens  *int64     `parquet:"completion_tokens,optional" json:"completion_tokens"`
-	CachedTokens      *int64     `parquet:"cached_tokens,optional" json:"cached_tokens"`
-	CostUSD           *float64   `parquet:"cost_usd,optional" json:"cost_usd"`
+	// Reward and Scores are the evaluation outcome the producer recorded
+	// (Inspect scores, SWE-agent exit status, OpenHands test results,
+	// Harbor trial rewards): Reward the single number a user sorts by,
+	// Scores every recorded score as a JSON object.
+	Reward           *float64 `parquet:"reward,optional" json:"reward" since:"2"`
+	Scores           *string  `parquet:"scores,optional" json:"scores" since:"2"`
+	StepCount        int64    `parquet:"step_count" json:"step_count"`
+	ToolCallCount    int64    `parquet:"tool_call_count" json:"tool_call_count"`
+	PromptTokens     *int64   `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
+	CompletionTokens *int64   `parquet:"completion_tokens,optional" json:"completion_tokens"`
+	CachedTokens     *int64   `parquet:"cached_tokens,optional" json:"cached_tokens"`
+	CostUSD          *float64 `parquet:"cost_usd,optional" json:"cost_usd"`
 	// Reported totals are what the document itself claims (ATIF
 	// final_metrics, Codex cumulative token_count, mini-swe-agent
 	// model_stats). They may include subagents or earlier segments, so they

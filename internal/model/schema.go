@@ -12,7 +12,13 @@ type Column struct {
 	Name     string
 	SQLType  string // DuckDB type name
 	Nullable bool
+	// Since is the SchemaVersion that added the column: a store written at
+	// an older version has no such column, and readers select NULL for it.
+	Since int
 }
+
+// MissingIn reports whether a store written at schemaVersion lacks c.
+func (c Column) MissingIn(schemaVersion int) bool { return schemaVersion < c.Since }
 
 // Relation names of the Storyline and events tables.
 const (
@@ -60,7 +66,13 @@ func columnsOf(v any) []Column {
 		default:
 			panic(fmt.Sprintf("model: field %s has no SQL mapping", f.Name))
 		}
-		cols = append(cols, Column{Name: name, SQLType: sqlType, Nullable: nullable})
+		since := 1
+		if v := f.Tag.Get("since"); v != "" {
+			if _, err := fmt.Sscan(v, &since); err != nil {
+				panic(fmt.Sprintf("model: field %s: bad since tag %q", f.Name, v))
+			}
+		}
+		cols = append(cols, Column{Name: name, SQLType: sqlType, Nullable: nullable, Since: since})
 	}
 	return cols
 }

@@ -98,8 +98,8 @@ func (m *Manifest) validate() error {
 	if m.FormatVersion != FormatVersion {
 		return fmt.Errorf("format_version %d is not supported (this build reads %d)", m.FormatVersion, FormatVersion)
 	}
-	if m.SchemaVersion != model.SchemaVersion {
-		return fmt.Errorf("schema_version %d is not supported (this build reads %d)", m.SchemaVersion, model.SchemaVersion)
+	if m.SchemaVersion < model.MinSchemaVersion || m.SchemaVersion > model.SchemaVersion {
+		return fmt.Errorf("schema_version %d is not supported (this build reads %d to %d)", m.SchemaVersion, model.MinSchemaVersion, model.SchemaVersion)
 	}
 	if m.Revision < 0 || m.FactWatermark < 0 || m.LayoutWatermark < 0 ||
 		m.FactWatermark > m.Revision || m.LayoutWatermark > m.Revision {

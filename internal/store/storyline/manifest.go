@@ -107,8 +107,8 @@ func decodeManifest(data []byte) (Manifest, error) {
 }
 
 func (m *Manifest) validate() error {
-	if m.SchemaVersion != model.SchemaVersion {
-		return fmt.Errorf("unsupported schema_version %d (this build reads %d)", m.SchemaVersion, model.SchemaVersion)
+	if m.SchemaVersion < model.MinSchemaVersion || m.SchemaVersion > model.SchemaVersion {
+		return fmt.Errorf("unsupported schema_version %d (this build reads %d to %d)", m.SchemaVersion, model.MinSchemaVersion, model.SchemaVersion)
 	}
 	if m.Generation < 0 {
 		return fmt.Errorf("corrupt manifest: negative generation %d", m.Generation)

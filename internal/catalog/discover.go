@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"github.com/pchronicle/pchronicle/internal/format"
 	"math"
 	"os"
 	"path/filepath"
@@ -284,21 +285,10 @@ func isFile(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// peripheralSuffixes are the name endings of candidate file sources (any
-// case): JSON documents and lines, SWE-agent .traj, Inspect AI .eval zips,
-// and Aider chat histories — by that full name only, never every .md.
-var peripheralSuffixes = []string{".json", ".jsonl", ".ndjson", ".traj", ".eval", ".aider.chat.history.md"}
-
 // isPeripheral reports whether a file found by a walk is a candidate
-// source. It looks at the name only: discovery reads no file.
-func isPeripheral(name string) bool {
-	for _, ext := range peripheralSuffixes {
-		if len(name) >= len(ext) && strings.EqualFold(name[len(name)-len(ext):], ext) {
-			return true
-		}
-	}
-	return false
-}
+// source (format.CandidateName). It looks at the name only: discovery
+// reads no file.
+func isPeripheral(name string) bool { return format.CandidateName(name) }
 
 // relName is the Dataset-relative name of the entry name at path, whose
 // directory's relative name is rel. With '/' separators it is the tail of

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -123,4 +124,21 @@ func DocumentError(src Source, data []byte, prefix string, err error) *ParseErro
 		return &ParseError{Path: src.Path, Line: line, Err: fmt.Errorf("%s: invalid JSON: the document ends early (column %d; truncated file?): %w", prefix, col, err)}
 	}
 	return &ParseError{Path: src.Path, Line: line, Err: fmt.Errorf("%s: invalid JSON at column %d: %w", prefix, col, err)}
+}
+
+// candidateSuffixes are the name endings of files that may hold
+// trajectories (any case): JSON documents and lines, SWE-agent .traj,
+// Inspect AI .eval zips, and Aider chat histories — by that full name only,
+// never every .md.
+var candidateSuffixes = []string{".json", ".jsonl", ".ndjson", ".traj", ".eval", ".aider.chat.history.md"}
+
+// CandidateName reports whether a file name is one discovery collects as a
+// file source. It decides from the name alone.
+func CandidateName(name string) bool {
+	for _, ext := range candidateSuffixes {
+		if len(name) >= len(ext) && strings.EqualFold(name[len(name)-len(ext):], ext) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"github.com/pchronicle/pchronicle/internal/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,8 +53,7 @@ func SampleFiles(t testing.TB) []string {
 		if err != nil {
 			return err
 		}
-		n := strings.ToLower(d.Name())
-		if !d.IsDir() && (strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".jsonl")) {
+		if !d.IsDir() && format.CandidateName(d.Name()) {
 			rel, _ := filepath.Rel(root, path)
 			out = append(out, filepath.ToSlash(rel))
 		}

@@ -103,10 +103,10 @@ func pointQuery(ctx context.Context, parser *query.Parser, small, large int) {
 		for r := 0; r < 5; r++ {
 			var snap *catalog.Snapshot
 			b := timeIt(func() { snap = snapshot(ctx, root) })
-			e := engine.New(snap, parser, true)
+			e := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)})
 			sqlText := "SELECT count(*) FROM steps WHERE _file_ = 'd007/run-000007.jsonl' AND source = 'tool'"
 			d := timeIt(func() {
-				res, err := e.Query(ctx, sqlText)
+				res, err := e.Query(ctx, sqlText, engine.QueryOptions{})
 				check(err)
 				if res.Rows[0][0] != int64(3*2+0) && res.Rows[0][0] == nil {
 					panic("unexpected result")
@@ -164,8 +164,8 @@ FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true,
 		}
 		time.Sleep(100 * time.Millisecond)
 		snap = snapshot(ctx, root)
-		e = engine.New(snap, parser, true) // its first instance is prepared while the query normalizes
-		first = append(first, timeIt(func() { _, err := e.Query(ctx, wideSQL); check(err) }))
+		e = engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)}) // its first instance is prepared while the query normalizes
+		first = append(first, timeIt(func() { _, err := e.Query(ctx, wideSQL, engine.QueryOptions{}); check(err) }))
 		time.Sleep(100 * time.Millisecond)
 		duckJSON = append(duckJSON, duck(rawSQL))
 	}
@@ -187,7 +187,7 @@ FROM (SELECT filename, unnest(messages) AS m FROM read_json('%s', filename=true,
 	var again, duckParquet []time.Duration
 	for range 15 {
 		time.Sleep(100 * time.Millisecond)
-		again = append(again, timeIt(func() { _, err := e.Query(ctx, wideSQL); check(err) }))
+		again = append(again, timeIt(func() { _, err := e.Query(ctx, wideSQL, engine.QueryOptions{}); check(err) }))
 		time.Sleep(100 * time.Millisecond)
 		duckParquet = append(duckParquet, duck(parquetSQL))
 	}

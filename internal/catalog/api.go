@@ -1,21 +1,13 @@
 package catalog
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"reflect"
 	"sort"
-	"strings"
-	"time"
-
-	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -139,7 +131,7 @@ func (s *Snapshot) ListSources(dataset string, pageSize int, pageToken string) (
 	if err != nil {
 		return nil, "", err
 	}
-	return d.SourceRows()[lo:hi], next, nil
+	return d.sourceRows(d.Sources[lo:hi]), next, nil
 }
 
 // DescribeSource returns the sources row of one source.
@@ -148,10 +140,8 @@ func (s *Snapshot) DescribeSource(dataset, file string) (model.SourceRow, error)
 	if err != nil {
 		return model.SourceRow{}, err
 	}
-	for i, r := range d.SourceRows() {
-		if d.Sources[i].File == file {
-			return r, nil
-		}
+	if src, ok := d.Source(file); ok {
+		return d.sourceRow(src), nil
 	}
 	return model.SourceRow{}, fmt.Errorf("Dataset %s: source %q: %w", d.Mount.NamespacePath(), file, ErrNotFound)
 }
@@ -177,35 +167,10 @@ func (s *Snapshot) LookupSource(dataset, file string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, src := range d.Sources {
-		if src.File == file {
-			return src, nil
-		}
+	if src, ok := d.Source(file); ok {
+		return src, nil
 	}
 	return nil, fmt.Errorf("Dataset %s: source %q: %w", d.Mount.NamespacePath(), file, ErrNotFound)
-}
-
-// LoadStoryline reads exactly one Storyline — its runs, steps and tool_calls
-// rows — through the pinned source. Its _file_ columns hold the source's
-// Dataset-relative path, as in SQL. Warnings raised while normalizing are
-// not stored with the rows, so the result has none.
-func (s *Snapshot) LoadStoryline(ctx context.Context, dataset, file, sessionID string) (*model.Storyline, error) {
-	var found []*model.Storyline
-	err := s.EachStoryline(ctx, dataset, file, StorylineFilter{Sessions: []string{sessionID}}, func(sl *model.Storyline) error {
-		found = append(found, sl)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("Storyline (%s, %s, %s): %w", dataset, file, sessionID, ErrNotFound)
-	case 1:
-		return found[0], nil
-	}
-	return nil, fmt.Errorf("Storyline (%s, %s, %s) is ambiguous: the store holds %d Storylines with that session_id (imported from different files)",
-		dataset, file, sessionID, len(found))
 }
 
 // LoadEvents returns the canonical events of one session of a canonical
@@ -267,276 +232,4 @@ func (s *Snapshot) eventsSource(dataset, file string) (*Source, error) {
 		return nil, fmt.Errorf("source %s: %w", file, src.Err)
 	}
 	return src, nil
-}
-
-// StorylineFilter selects Storylines of one source; empty fields select
-// every Storyline.
-type StorylineFilter struct {
-	Sessions []string // session_id IN Sessions
-	RunID    string   // run_id = RunID
-}
-
-// where returns the filter as a SQL condition with its parameters.
-func (f StorylineFilter) where() (string, []any) {
-	cond, args := "true", []any{}
-	if len(f.Sessions) > 0 {
-		cond += " AND session_id IN (?" + strings.Repeat(", ?", len(f.Sessions)-1) + ")"
-		for _, id := range f.Sessions {
-			args = append(args, id)
-		}
-	}
-	if f.RunID != "" {
-		cond += " AND run_id = ?"
-		args = append(args, f.RunID)
-	}
-	return cond, args
-}
-
-// EachStoryline calls fn with every Storyline of one source that f selects,
-// in session_id order, reading the source's resolved Parquet files in a
-// private sandboxed DuckDB. Rows stream: only the current Storyline is held
-// in memory. The _file_ columns hold the source's Dataset-relative path.
-func (s *Snapshot) EachStoryline(ctx context.Context, dataset, file string, f StorylineFilter, fn func(*model.Storyline) error) error {
-	src, err := s.LookupSource(dataset, file)
-	if err != nil {
-		return err
-	}
-	res, err := src.Resolve(ctx, model.RelRuns)
-	if err != nil {
-		return err
-	}
-	db, cleanup, err := s.openReader(ctx, res.Dirs)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", file, err)
-	}
-	defer cleanup()
-	where, args := f.where()
-	if res.Owners != nil {
-		// Files shared with other sources (Snapshot.ResolveFiles): rows of
-		// file sources carry their own _file_.
-		where += " AND _file_ = ?"
-		args = append(args, src.File)
-	}
-	runs, err := openCursor(ctx, db, model.RelRuns, res, where, args, runKey)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", file, err)
-	}
-	defer runs.close()
-	steps, err := openCursor(ctx, db, model.RelSteps, res, where, args, stepKey)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", file, err)
-	}
-	defer steps.close()
-	calls, err := openCursor(ctx, db, model.RelToolCalls, res, where, args, callKey)
-	if err != nil {
-		return fmt.Errorf("source %s: %w", file, err)
-	}
-	defer calls.close()
-	for runs.row != nil {
-		sl := &model.Storyline{Run: *runs.row}
-		k := runKey(runs.row)
-		if err := steps.take(k, func(r *model.Step) { sl.Steps = append(sl.Steps, *r) }); err != nil {
-			return fmt.Errorf("source %s: %w", file, err)
-		}
-		if err := calls.take(k, func(r *model.ToolCall) { sl.ToolCalls = append(sl.ToolCalls, *r) }); err != nil {
-			return fmt.Errorf("source %s: %w", file, err)
-		}
-		setFile(sl, src.File)
-		if err := fn(sl); err != nil {
-			return err
-		}
-		if err := runs.advance(); err != nil {
-			return fmt.Errorf("source %s: %w", file, err)
-		}
-	}
-	return nil
-}
-
-// setFile gives every row the source's _file_: store rows may carry their
-// import provenance there, but a Storyline's identity is the source path.
-func setFile(sl *model.Storyline, file string) {
-	sl.Run.File = file
-	for i := range sl.Steps {
-		sl.Steps[i].File = file
-	}
-	for i := range sl.ToolCalls {
-		sl.ToolCalls[i].File = file
-	}
-}
-
-// openReader opens a private in-memory DuckDB that may read only dirs (and
-// spill to a scratch directory of the Snapshot), with the Snapshot's memory
-// and thread limits and a locked configuration: the same walls as the query
-// engine, for a reader that never runs user SQL.
-func (s *Snapshot) openReader(ctx context.Context, dirs []string) (*sql.DB, func(), error) {
-	spill := s.SpillDir()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() {
-		db.Close()
-		os.RemoveAll(spill)
-	}
-	setup := append(s.Options.SandboxSettings(spill, dirs), LockConfiguration)
-	for _, stmt := range setup {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("preparing reader: %s: %w", stmt, err)
-		}
-	}
-	return db, cleanup, nil
-}
-
-// storyKey orders rows of one source: a store may hold rows imported from
-// several files, so the import _file_ is part of a Storyline's key there.
-type storyKey struct{ session, file string }
-
-func (a storyKey) compare(b storyKey) int {
-	return cmp.Or(strings.Compare(a.session, b.session), strings.Compare(a.file, b.file))
-}
-
-func runKey(r *model.Run) storyKey       { return storyKey{r.SessionID, r.File} }
-func stepKey(r *model.Step) storyKey     { return storyKey{r.SessionID, r.File} }
-func callKey(r *model.ToolCall) storyKey { return storyKey{r.SessionID, r.File} }
-
-// cursor streams one relation's rows in Storyline-key order, decoded into
-// the model struct whose fields are the relation's columns in order.
-type cursor[T any] struct {
-	rows *sql.Rows
-	row  *T // current row; nil at the end
-	key  func(*T) storyKey
-}
-
-// orderBy lists each relation's sort columns: the Storyline key, then the
-// row's position in its Storyline.
-var orderBy = map[string]string{
-	model.RelRuns:      "session_id, _file_",
-	model.RelSteps:     "session_id, _file_, step_index",
-	model.RelToolCalls: "session_id, _file_, call_index",
-}
-
-func openCursor[T any](ctx context.Context, db *sql.DB, rel string, res *Resolved, where string, args []any, key func(*T) storyKey) (*cursor[T], error) {
-	c := &cursor[T]{key: key}
-	files := res.Files[rel]
-	if len(files) == 0 {
-		return c, nil
-	}
-	cols := make([]string, 0, len(model.Schemas[rel]))
-	for _, col := range model.Schemas[rel] {
-		cols = append(cols, res.Select(col))
-	}
-	quoted := make([]string, len(files))
-	for i, f := range files {
-		quoted[i] = SQLString(f)
-	}
-	// ORDER BY uses DuckDB's default binary collation, the same byte order
-	// as storyKey.compare, so the three cursors merge correctly.
-	q := fmt.Sprintf("SELECT %s FROM read_parquet([%s]) WHERE %s ORDER BY %s",
-		strings.Join(cols, ", "), strings.Join(quoted, ", "), where, orderBy[rel])
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	c.rows = rows
-	if err := c.advance(); err != nil {
-		rows.Close()
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	return c, nil
-}
-
-func (c *cursor[T]) advance() error {
-	c.row = nil
-	if c.rows == nil || !c.rows.Next() {
-		if c.rows == nil {
-			return nil
-		}
-		return c.rows.Err()
-	}
-	var row T
-	if err := scanStruct(c.rows, &row); err != nil {
-		return err
-	}
-	c.row = &row
-	return nil
-}
-
-// take passes every row with key k to add and stops at the first row after
-// it. Rows ordered before k belong to no selected run and are skipped.
-func (c *cursor[T]) take(k storyKey, add func(*T)) error {
-	for c.row != nil {
-		switch d := c.key(c.row).compare(k); {
-		case d > 0:
-			return nil
-		case d == 0:
-			add(c.row)
-		}
-		if err := c.advance(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *cursor[T]) close() {
-	if c.rows != nil {
-		c.rows.Close()
-	}
-}
-
-var timeType = reflect.TypeOf(time.Time{})
-
-// scanStruct scans the current row into dst's fields in order: NULL leaves
-// a pointer nil, timestamps become UTC, integers of any width convert.
-func scanStruct(rows *sql.Rows, dst any) error {
-	v := reflect.ValueOf(dst).Elem()
-	vals := make([]any, v.NumField())
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return err
-	}
-	for i, val := range vals {
-		if val == nil {
-			continue
-		}
-		f := v.Field(i)
-		if f.Kind() == reflect.Pointer {
-			p := reflect.New(f.Type().Elem())
-			f.Set(p)
-			f = p.Elem()
-		}
-		if err := setValue(f, val); err != nil {
-			return fmt.Errorf("column %d (%s): %w", i, v.Type().Field(i).Name, err)
-		}
-	}
-	return nil
-}
-
-func setValue(f reflect.Value, val any) error {
-	if t, ok := val.(time.Time); ok && f.Type() == timeType {
-		f.Set(reflect.ValueOf(t.UTC()))
-		return nil
-	}
-	rv := reflect.ValueOf(val)
-	switch {
-	case rv.Type() == f.Type():
-		f.Set(rv)
-	case rv.CanInt() && f.CanInt():
-		f.SetInt(rv.Int())
-	case rv.CanFloat() && f.CanFloat():
-		f.SetFloat(rv.Float())
-	case f.Kind() == reflect.String:
-		if b, ok := val.([]byte); ok {
-			f.SetString(string(b))
-			return nil
-		}
-		return fmt.Errorf("cannot store %T in %s", val, f.Type())
-	default:
-		return fmt.Errorf("cannot store %T in %s", val, f.Type())
-	}
-	return nil
 }

@@ -4,22 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pchronicle/pchronicle/internal/model"
-	"github.com/pchronicle/pchronicle/internal/store/events"
-	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
-
-// apiChatLine is one OpenAI chat-jsonl conversation with a linked tool call.
-func apiChatLine(id string) string {
-	return `{"session_id":"` + id + `","messages":[{"role":"user","content":"list files in ` + id + `"},` +
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},` +
-		`{"role":"tool","tool_call_id":"c1","content":"a b"},{"role":"assistant","content":"done"}]}`
-}
 
 func apiSnapshot(t *testing.T, root string) *Snapshot {
 	t.Helper()
@@ -29,183 +18,6 @@ func apiSnapshot(t *testing.T, root string) *Snapshot {
 	}
 	t.Cleanup(func() { snap.Close() })
 	return snap
-}
-
-var apiT0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// apiAppendEvents writes sessions into a canonical events store under root.
-func apiAppendEvents(t *testing.T, dir string, sessions ...string) {
-	t.Helper()
-	st, err := events.OpenOrCreate(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []model.Event
-	for _, sid := range sessions {
-		ev := func(seq int64, kind, payload string, call *string) model.Event {
-			return model.Event{EventID: fmt.Sprintf("%s-%d", sid, seq), RunID: "run-" + sid, SessionID: sid, Seq: seq,
-				TS: apiT0.Add(time.Duration(seq) * time.Second), Kind: kind, Payload: payload, ToolCallID: call}
-		}
-		evs = append(evs,
-			ev(0, "run.start", `{"agent_name":"gen"}`, nil),
-			ev(1, "message", `{"source":"user","content":"hi `+sid+`"}`, nil),
-			ev(2, "message", `{"source":"agent","content":"calling"}`, nil),
-			ev(3, "tool.call", `{"name":"bash","arguments":{"cmd":"ls"}}`, model.Str("c1")),
-			ev(4, "tool.result", `{"output":"ok"}`, model.Str("c1")),
-			ev(5, "run.end", `{"status":"completed"}`, nil))
-	}
-	if _, err := st.Append(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestLoadStorylineFromFileSource(t *testing.T) {
-	root := tree(t, map[string]string{"a/chat.jsonl": apiChatLine("conv-1") + "\n" + apiChatLine("conv-2") + "\n"})
-	snap := apiSnapshot(t, root)
-	ctx := context.Background()
-	for _, ds := range []string{"team/prod", "prod"} { // namespace path or alias
-		sl, err := snap.LoadStoryline(ctx, ds, "a/chat.jsonl", "conv-2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sl.Run.SessionID != "conv-2" || len(sl.Steps) != 4 || len(sl.ToolCalls) != 1 || sl.Run.StepCount != 4 {
-			t.Fatalf("got session %s, %d steps, %d calls, step_count %d", sl.Run.SessionID, len(sl.Steps), len(sl.ToolCalls), sl.Run.StepCount)
-		}
-		if !strings.Contains(model.Deref(sl.Steps[0].MessageValue), "conv-2") {
-			t.Errorf("first step is %q, not conversation 2's", model.Deref(sl.Steps[0].MessageValue))
-		}
-		tc := sl.ToolCalls[0]
-		if tc.ResultLink != model.LinkByID || model.Deref(tc.Result) != "a b" || tc.File != "a/chat.jsonl" || sl.Steps[3].File != "a/chat.jsonl" {
-			t.Errorf("tool call %+v", tc)
-		}
-		for i, st := range sl.Steps {
-			if st.StepIndex != int64(i) {
-				t.Errorf("step %d has step_index %d", i, st.StepIndex)
-			}
-		}
-	}
-	if snap.Resolves() != 1 {
-		t.Errorf("resolves = %d, want 1 (single-flight)", snap.Resolves())
-	}
-	for _, c := range []struct{ ds, file, session string }{
-		{"prod", "a/chat.jsonl", "conv-3"},
-		{"prod", "b.jsonl", "conv-1"},
-		{"staging", "a/chat.jsonl", "conv-1"},
-	} {
-		if _, err := snap.LoadStoryline(ctx, c.ds, c.file, c.session); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%v: err = %v, want ErrNotFound", c, err)
-		}
-	}
-	if _, err := snap.LoadEvents(ctx, "prod", "a/chat.jsonl", "conv-1"); err == nil || !strings.Contains(err.Error(), "canonical events exist only in events stores") {
-		t.Errorf("LoadEvents on a file source: %v", err)
-	}
-	if _, err := snap.CanonicalEventURI("prod", "a/chat.jsonl", "conv-1"); err == nil {
-		t.Error("CanonicalEventURI on a file source succeeded")
-	}
-}
-
-func TestEachStorylineFilters(t *testing.T) {
-	root := tree(t, map[string]string{"chat.jsonl": apiChatLine("x") + "\n" + apiChatLine("y") + "\n" + apiChatLine("z") + "\n"})
-	snap := apiSnapshot(t, root)
-	for _, tt := range []struct {
-		f    StorylineFilter
-		want string
-	}{
-		{StorylineFilter{}, "x y z"},
-		{StorylineFilter{Sessions: []string{"z", "x", "nope"}}, "x z"},
-		{StorylineFilter{RunID: "y"}, "y"},
-		{StorylineFilter{Sessions: []string{"x"}, RunID: "y"}, ""},
-	} {
-		var got []string
-		err := snap.EachStoryline(context.Background(), "prod", "chat.jsonl", tt.f, func(sl *model.Storyline) error {
-			if len(sl.Steps) != 4 || len(sl.ToolCalls) != 1 {
-				t.Errorf("%s: %d steps, %d calls", sl.Run.SessionID, len(sl.Steps), len(sl.ToolCalls))
-			}
-			got = append(got, sl.Run.SessionID)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(got, " ") != tt.want {
-			t.Errorf("%+v: got %q, want %q", tt.f, got, tt.want)
-		}
-	}
-}
-
-// A store may hold Storylines imported from several files: rows merge by
-// (session_id, import file), and a session_id held twice is ambiguous.
-func TestLoadStorylineFromStore(t *testing.T) {
-	root := t.TempDir()
-	st, err := storyline.OpenOrCreate(filepath.Join(root, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := st.NewGeneration()
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := func(file, session string, steps int) {
-		sl := &model.Storyline{Run: model.Run{RunID: "r", SessionID: session, SourceFormat: "test"}}
-		for i := 0; i < steps; i++ {
-			sl.Steps = append(sl.Steps, model.Step{StepID: fmt.Sprint(i), Source: model.SourceUser, MessageKind: "text"})
-		}
-		sl.Finalize(file)
-		if err := w.Add(sl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add("one.json", "s1", 2)
-	add("one.json", "s2", 3)
-	add("two.json", "s2", 5)
-	if _, err := w.Commit(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	snap := apiSnapshot(t, root)
-	sl, err := snap.LoadStoryline(context.Background(), "prod", "store", "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sl.Steps) != 2 || sl.Run.File != "store" || sl.Steps[1].File != "store" {
-		t.Errorf("s1: %d steps, _file_ %q", len(sl.Steps), sl.Run.File)
-	}
-	if _, err := snap.LoadStoryline(context.Background(), "prod", "store", "s2"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
-		t.Errorf("s2: err = %v, want ambiguous", err)
-	}
-}
-
-func TestSeveralStorylinesFromOneEventsSource(t *testing.T) {
-	root := t.TempDir()
-	apiAppendEvents(t, filepath.Join(root, "live", events.DirName), "s1", "s2", "s3")
-	snap := apiSnapshot(t, root)
-	ctx := context.Background()
-	const file = "live/events.lance"
-	for _, sid := range []string{"s3", "s1"} {
-		evs, err := snap.LoadEvents(ctx, "prod", file, sid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(evs) != 6 || evs[0].SessionID != sid || evs[0].Kind != "run.start" || evs[5].Seq != 5 || evs[0].File != file {
-			t.Errorf("%s: %d events, first %+v", sid, len(evs), evs[0])
-		}
-		sl, err := snap.LoadStoryline(ctx, "prod", file, sid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sl.Run.SessionID != sid || len(sl.Steps) != 2 || len(sl.ToolCalls) != 1 || sl.ToolCalls[0].ResultLink != model.LinkByID {
-			t.Errorf("%s: %d steps, %d calls", sid, len(sl.Steps), len(sl.ToolCalls))
-		}
-	}
-	if _, err := snap.LoadEvents(ctx, "prod", file, "s9"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("missing session: %v", err)
-	}
-	uri, err := snap.CanonicalEventURI("prod", file, "a b#c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(root, "live", events.DirName) + "#session=a+b%23c"; uri != want {
-		t.Errorf("uri = %q, want %q", uri, want)
-	}
 }
 
 func TestPageTokensBoundToSnapshot(t *testing.T) {
@@ -298,24 +110,5 @@ func TestListNamespacesAndDescribeSource(t *testing.T) {
 	}
 	if _, err := snap.DescribeSource("alpha", "nope.json"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing source: %v", err)
-	}
-}
-
-// The private reader may read only the resolved source's directories.
-func TestReaderSandbox(t *testing.T) {
-	snap := apiSnapshot(t, tree(t, map[string]string{"a.json": "{}"}))
-	outside := tree(t, map[string]string{"secret.csv": "a\n1\n"})
-	db, cleanup, err := snap.openReader(context.Background(), []string{t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	for _, q := range []string{
-		"SELECT * FROM read_csv(" + SQLString(filepath.Join(outside, "secret.csv")) + ")",
-		"SET enable_external_access=true",
-	} {
-		if _, err := db.Exec(q); err == nil {
-			t.Errorf("%s: allowed", q)
-		}
 	}
 }

@@ -535,21 +535,6 @@ func (r RemoteEventsRevision) localRevision(ctx context.Context, snap *Snapshot,
 	return rev, nil
 }
 
-// pinnedEvents returns the pinned revision of an events source with the
-// segments that may hold sessions (all when nil) on local disk: a local
-// store's own revision, or a remote store's downloaded mirror.
-func (s *Source) pinnedEvents(ctx context.Context, sessions map[string]bool) (*events.Revision, error) {
-	switch rev := s.Revision.(type) {
-	case EventsRevision:
-		return rev.Revision, nil
-	case RemoteEventsRevision:
-		return rev.localRevision(ctx, s.snap, sessions)
-	case *CompactRevision:
-		return s.compactEvents(ctx, rev)
-	}
-	return nil, fmt.Errorf("source %s is a %s source, not canonical events", s.File, s.Kind)
-}
-
 // normalizeRemoteFile downloads the pinned object and normalizes the copy
 // like a local file; the download verified version and size.
 func (s *Source) normalizeRemoteFile(ctx context.Context, rev RemoteFileRevision) (*Resolved, error) {

@@ -256,8 +256,8 @@ func TestRemoteDatasetConformance(t *testing.T) {
 			for _, k := range unhit {
 				before[k] = log.count(k)
 			}
-			eng := engine.New(snap, parser, true)
-			if _, err := eng.Query(ctx, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'files/openai/support-chats.jsonl'`); err != nil {
+			eng := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)})
+			if _, err := eng.Query(ctx, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'files/openai/support-chats.jsonl'`, engine.QueryOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if log.count("ds/files/openai/support-chats.jsonl") == 0 {
@@ -280,7 +280,7 @@ func runQueries(t *testing.T, snap *catalog.Snapshot, parser *query.Parser) []st
 	t.Helper()
 	var out []string
 	for _, q := range conformanceQueries {
-		res, err := engine.New(snap, parser, true).Query(context.Background(), q)
+		res, err := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)}).Query(context.Background(), q, engine.QueryOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -322,12 +322,12 @@ func TestRemoteOverwrittenObjectFailsTheQuery(t *testing.T) {
 			snap := build(t, catalog.DatasetMount{Alias: "dataset", URI: uri, Config: cfg}, catalog.DefaultOptions())
 			put(t, b, "ds/a.jsonl", chat("changed"))
 
-			eng := engine.New(snap, parser, true)
-			_, err = eng.Query(ctx, `SELECT session_id FROM dataset.runs WHERE _file_ = 'a.jsonl'`)
+			eng := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)})
+			_, err = eng.Query(ctx, `SELECT session_id FROM dataset.runs WHERE _file_ = 'a.jsonl'`, engine.QueryOptions{})
 			if !errors.Is(err, objstore.ErrChanged) {
 				t.Fatalf("query of the overwritten object: %v, want ErrChanged", err)
 			}
-			res, err := eng.Query(ctx, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'b.jsonl'`)
+			res, err := eng.Query(ctx, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'b.jsonl'`, engine.QueryOptions{})
 			if err != nil || fmt.Sprint(res.Rows) != "[[1]]" {
 				t.Fatalf("query of the unchanged object: %v %v", res, err)
 			}
@@ -353,7 +353,7 @@ func TestRemoteVersionedReadsThePinnedBytes(t *testing.T) {
 	put(t, b, "a.jsonl", chat("pinned"))
 	snap := build(t, catalog.DatasetMount{Alias: "dataset", URI: uri, Config: cfg}, catalog.DefaultOptions())
 	put(t, b, "a.jsonl", chat("new-bytes"))
-	res, err := engine.New(snap, parser, true).Query(ctx, `SELECT message_value FROM dataset.steps WHERE message_value LIKE 'task%'`)
+	res, err := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)}).Query(ctx, `SELECT message_value FROM dataset.steps WHERE message_value LIKE 'task%'`, engine.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

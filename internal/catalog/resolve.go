@@ -57,13 +57,10 @@ type Resolved struct {
 	SchemaVersion int
 }
 
-// Select returns the SQL select-list item of column c for these files: the
-// column itself, or a typed NULL when the files predate it.
-func (r *Resolved) Select(c model.Column) string {
-	if r != nil && r.SchemaVersion != 0 && c.MissingIn(r.SchemaVersion) {
-		return "CAST(NULL AS " + c.SQLType + ") AS " + QuoteIdent(c.Name)
-	}
-	return QuoteIdent(c.Name)
+// Lacks reports whether the files predate column c (written at an older
+// schema version), so readers must select NULL for it.
+func (r *Resolved) Lacks(c model.Column) bool {
+	return r != nil && r.SchemaVersion != 0 && c.MissingIn(r.SchemaVersion)
 }
 
 type cell struct {
@@ -129,7 +126,7 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 	}
 	res, err := s.storylines.do(ctx, func() (*Resolved, error) {
 		s.snap.resolves.Add(1)
-		return s.resolveStorylines(ctx)
+		return s.Revision.storylines(ctx, s)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)
@@ -183,38 +180,6 @@ func (s *Source) selected() *Projection {
 		}
 	}
 	return nil
-}
-
-func (s *Source) resolveStorylines(ctx context.Context) (*Resolved, error) {
-	switch rev := s.Revision.(type) {
-	case StorylineRevision:
-		return generationFiles(rev.Generation), nil
-	case EventsRevision:
-		if p := s.selected(); p != nil {
-			return generationFiles(p.Generation), nil
-		}
-		return s.eventFallback(ctx, rev.Revision, nil)
-	case *CompactRevision:
-		evs, err := s.compactEvents(ctx, rev)
-		if err != nil {
-			return nil, err
-		}
-		return s.eventFallback(ctx, evs, nil)
-	case *FileRevision:
-		return s.normalizeFile(ctx, *rev)
-	// Remote sources (remote.go): download only the pinned objects needed.
-	case RemoteFileRevision:
-		return s.normalizeRemoteFile(ctx, rev)
-	case RemoteStorylineRevision:
-		return rev.materialize(ctx, s.snap)
-	case RemoteEventsRevision:
-		local, err := rev.localRevision(ctx, s.snap, nil)
-		if err != nil {
-			return nil, err
-		}
-		return s.eventFallback(ctx, local, nil)
-	}
-	return nil, fmt.Errorf("cannot read a %s source", s.Kind)
 }
 
 func generationFiles(g *storyline.Generation) *Resolved {

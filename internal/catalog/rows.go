@@ -3,32 +3,39 @@ package catalog
 import "github.com/pchronicle/pchronicle/internal/model"
 
 // SourceRows returns the Dataset's sources relation.
-func (d *Dataset) SourceRows() []model.SourceRow {
-	rows := make([]model.SourceRow, 0, len(d.Sources))
-	for _, s := range d.Sources {
-		r := model.SourceRow{Dataset: d.Mount.NamespacePath(), File: s.File, Kind: "file", SourceType: string(s.Kind),
-			Status: s.Status(), ProjectionCandidates: int64(len(s.Projections))}
-		if s.Kind.IsStore() {
-			r.Kind = "store"
-		}
-		if f := s.Format(); f != "" {
-			r.Format = model.Str(f)
-		} else {
-			r.Format = model.Str(s.FormatHint)
-		}
-		if s.Err != nil {
-			r.Error = model.Str(RedactURI(s.Err.Error()))
-		} else {
-			r.SizeBytes = model.Int(s.Size)
-			r.ModifiedAt = model.Time(s.ModTime)
-		}
-		if s.Revision != nil {
-			r.SnapshotRef = model.Str(s.Revision.Ref())
-			r.RevisionKind = model.Str(s.Revision.RevisionKind())
-		}
-		rows = append(rows, r)
+func (d *Dataset) SourceRows() []model.SourceRow { return d.sourceRows(d.Sources) }
+
+func (d *Dataset) sourceRows(srcs []*Source) []model.SourceRow {
+	rows := make([]model.SourceRow, len(srcs))
+	for i, s := range srcs {
+		rows[i] = d.sourceRow(s)
 	}
 	return rows
+}
+
+// sourceRow is one source's row of the sources relation.
+func (d *Dataset) sourceRow(s *Source) model.SourceRow {
+	r := model.SourceRow{Dataset: d.Mount.NamespacePath(), File: s.File, Kind: "file", SourceType: string(s.Kind),
+		Status: s.Status(), ProjectionCandidates: int64(len(s.Projections))}
+	if s.Kind.IsStore() {
+		r.Kind = "store"
+	}
+	if f := s.Format(); f != "" {
+		r.Format = model.Str(f)
+	} else {
+		r.Format = model.Str(s.FormatHint)
+	}
+	if s.Err != nil {
+		r.Error = model.Str(RedactURI(s.Err.Error()))
+	} else {
+		r.SizeBytes = model.Int(s.Size)
+		r.ModifiedAt = model.Time(s.ModTime)
+	}
+	if s.Revision != nil {
+		r.SnapshotRef = model.Str(s.Revision.Ref())
+		r.RevisionKind = model.Str(s.Revision.RevisionKind())
+	}
+	return r
 }
 
 // ProjectionRows returns the Dataset's projections relation.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/projection"
@@ -23,9 +24,47 @@ import (
 // Dataset is one mounted Dataset of a Snapshot with its pinned sources.
 type Dataset struct {
 	Mount   DatasetMount
-	Root    string // absolute local root, or the redacted URI of a remote one
-	Sources []*Source
+	Root    string    // absolute local root, or the redacted URI of a remote one
+	Sources []*Source // in stable _file_ order
+
+	byFile    map[string]*Source // Sources by _file_
+	providers map[string]int     // how many sources can provide each row relation
 }
+
+// index builds the lookups of a Dataset whose sources are final.
+func (d *Dataset) index() {
+	d.byFile = make(map[string]*Source, len(d.Sources))
+	d.providers = map[string]int{}
+	for _, s := range d.Sources {
+		d.byFile[s.File] = s
+		for _, rel := range model.RowRelations {
+			if s.Provides(rel) {
+				d.providers[rel]++
+			}
+		}
+	}
+}
+
+// Source returns the source with the given _file_.
+func (d *Dataset) Source(file string) (*Source, bool) {
+	s, ok := d.byFile[file]
+	return s, ok
+}
+
+// SourcesOf returns the sources among files (in the Dataset's order of
+// files, unknown names skipped).
+func (d *Dataset) SourcesOf(files []string) []*Source {
+	out := make([]*Source, 0, len(files))
+	for _, f := range files {
+		if s, ok := d.byFile[f]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Providers counts the sources that can provide rows of relation.
+func (d *Dataset) Providers(relation string) int { return d.providers[relation] }
 
 // Snapshot pins the members and versions of every mounted Dataset. It is
 // built completely (discover → pin → id) before anyone sees it, is immutable
@@ -74,11 +113,8 @@ func (s *Snapshot) ReadableDirs() []string {
 			if src.Err != nil {
 				continue
 			}
-			switch rev := src.Revision.(type) {
-			case StorylineRevision:
-				dirs = append(dirs, rev.Generation.Dir)
-			case EventsRevision:
-				dirs = append(dirs, rev.Revision.Dir)
+			if d, ok := src.Revision.(localStore); ok {
+				dirs = append(dirs, d.storeDir())
 			}
 			if p := src.selected(); p != nil {
 				dirs = append(dirs, p.Generation.Dir)
@@ -155,6 +191,7 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 			ds.Sources = append(ds.Sources, &Source{DiscoveredSource: *d, snap: snap, dataset: ds})
 		}
 		attachProjections(ds)
+		ds.index()
 		snap.Datasets = append(snap.Datasets, ds)
 	}
 	snap.ID = snapshotID(snap)
@@ -208,34 +245,6 @@ func storylineSize(g *storyline.Generation) int64 {
 		n += t.Bytes
 	}
 	return n
-}
-
-// StorylineRevision pins a Storyline store to one generation and its table
-// files.
-type StorylineRevision struct{ Generation *storyline.Generation }
-
-func (r StorylineRevision) RevisionKind() string { return "storyline_generation" }
-
-func (r StorylineRevision) Ref() string {
-	g := r.Generation
-	parts := []string{fmt.Sprintf("generation=%d", g.Number)}
-	for _, rel := range storyline.Tables {
-		t := g.Manifest.Tables[rel]
-		parts = append(parts, fmt.Sprintf("%s=%s:%d", rel, t.File, t.Bytes))
-	}
-	return strings.Join(parts, ";")
-}
-
-// EventsRevision pins a canonical events store to one manifest revision and
-// its visible segments.
-type EventsRevision struct{ Revision *events.Revision }
-
-func (r EventsRevision) RevisionKind() string { return "events_manifest" }
-
-func (r EventsRevision) Ref() string {
-	m := r.Revision.Manifest
-	return fmt.Sprintf("revision=%d;fact_watermark=%d;layout_watermark=%d;segments=%d",
-		m.Revision, m.FactWatermark, m.LayoutWatermark, len(m.Segments))
 }
 
 // Projection is a Storyline store attached to a canonical events source as a

@@ -20,13 +20,6 @@ const (
 // (the sources.kind column says store or file).
 func (k SourceKind) IsStore() bool { return k != KindFile }
 
-// Revision is a source's typed, pinned version. Ref is its string projection
-// for sources.snapshot_ref; consistency checks use the typed value.
-type Revision interface {
-	RevisionKind() string
-	Ref() string
-}
-
 // FileRevision pins a local file by identity and metadata. It is change
 // detection, not a content hash (spec §7.2). A source's Revision holds a
 // *FileRevision, so that pinning 100,000 files allocates per directory

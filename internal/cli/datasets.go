@@ -116,6 +116,6 @@ func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*cata
 		snap.Close()
 		return nil, nil, nil, err
 	}
-	eng := engine.New(snap, parser, isPositional)
+	eng := engine.New(snap, parser, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options)})
 	return snap, eng, func() { eng.Close(); parser.Close(); snap.Close() }, nil
 }

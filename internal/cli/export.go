@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/export"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -132,14 +133,16 @@ func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapsho
 		}
 	}
 	bar := newProgress(stderr, int64(len(jobs)), "exporting sources", false)
-	filter := catalog.StorylineFilter{Sessions: sel.sessions, RunID: sel.run}
+	filter := engine.StorylineFilter{Sessions: sel.sessions, RunID: sel.run}
+	reader := engine.NewReader(snap, engine.LimitsFrom(snap.Options))
+	defer reader.Close()
 	n := 0
 	for _, j := range jobs {
 		if j.src.Err != nil {
 			fmt.Fprintf(stderr, "skipping %s: %s: %v\n", j.dataset, j.src.File, j.src.Err)
 			continue
 		}
-		err := snap.EachStoryline(ctx, j.dataset, j.src.File, filter, func(sl *model.Storyline) error {
+		err := reader.EachStoryline(ctx, j.dataset, j.src.File, filter, func(sl *model.Storyline) error {
 			n++
 			return w.Write(j.dataset, sl)
 		})

@@ -90,7 +90,7 @@ sources before anything is normalized.`,
 		}
 		rw := newRowWriter(e.stdout, out, findColumns)
 		for _, d := range snap.Datasets {
-			res, err := eng.Query(cmd.Context(), findSQL(d, sel, agent, text))
+			res, err := eng.Query(cmd.Context(), findSQL(d, sel, agent, text), engine.QueryOptions{})
 			if err != nil {
 				return fmt.Errorf("Dataset %s: %w", d.Mount.NamespacePath(), err)
 			}

@@ -116,7 +116,7 @@ func TestFindSourcePrunes(t *testing.T) {
 	}
 	defer parser.Close()
 	sel := selection{source: "harbor-golden/misc/openhands_hello-world.trajectory.json"}
-	res, err := engine.New(snap, parser, true).Query(context.Background(), findSQL(snap.Datasets[0], sel, "", "hello"))
+	res, err := engine.New(snap, parser, engine.Config{Positional: true, Limits: engine.LimitsFrom(snap.Options)}).Query(context.Background(), findSQL(snap.Datasets[0], sel, "", "hello"), engine.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,14 +56,15 @@ prints how many sources each relation considered, skipped and resolved.`,
 				return err
 			}
 			defer closeAll()
-			res, err := eng.Query(cmd.Context(), sqlText)
+			rows, err := eng.Stream(cmd.Context(), sqlText, engine.QueryOptions{})
 			if err != nil {
 				return err
 			}
+			defer rows.Close()
 			if explain {
-				writePruning(e.stderr, res.Pruning)
+				writePruning(e.stderr, rows.Pruning)
 			}
-			return writeResult(e.stdout, outFormat, res)
+			return writeRows(e.stdout, outFormat, rows)
 		}
 		return cmd
 	})
@@ -96,12 +97,18 @@ func splitQueryArgs(args []string, sqlFlag string, mounted bool) (dataset, sqlTe
 	return dataset, sqlText, nil
 }
 
-func writeResult(w io.Writer, outFormat string, res *engine.Result) error {
-	rw := newRowWriter(w, outFormat, res.Columns)
-	for _, row := range res.Rows {
-		if err := rw.Write(row); err != nil {
+// writeRows prints a streamed result as it is read; rows already printed
+// stay printed when reading fails (the command then exits non-zero).
+func writeRows(w io.Writer, outFormat string, rows *engine.Rows) error {
+	rw := newRowWriter(w, outFormat, rows.Columns)
+	for rows.Next() {
+		if err := rw.Write(rows.Values()); err != nil {
 			return err
 		}
+	}
+	if err := rows.Err(); err != nil {
+		rw.Close()
+		return err
 	}
 	return rw.Close()
 }

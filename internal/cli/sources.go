@@ -109,11 +109,11 @@ followed by one total row per Dataset (its _file_ is "*").`,
 // datasetStats returns one row per source plus a total row.
 func datasetStats(cmd *cobra.Command, eng *engine.Engine, d *catalog.Dataset) ([][]any, error) {
 	schema := engine.Ident(d.Mount.Alias)
-	runs, err := eng.Query(cmd.Context(), fmt.Sprintf(statsSQL, schema))
+	runs, err := eng.Query(cmd.Context(), fmt.Sprintf(statsSQL, schema), engine.QueryOptions{})
 	if err != nil {
 		return nil, err
 	}
-	evs, err := eng.Query(cmd.Context(), fmt.Sprintf(statsEventsSQL, schema))
+	evs, err := eng.Query(cmd.Context(), fmt.Sprintf(statsEventsSQL, schema), engine.QueryOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -128,11 +128,11 @@ func TestPruningNeverChangesResults(t *testing.T) {
 	}
 	for i := 0; i < n; i++ {
 		sql, single := g.query()
-		want, err := full.Query(context.Background(), sql)
+		want, err := full.Query(context.Background(), sql, QueryOptions{})
 		if err != nil {
 			t.Fatalf("unpruned %s: %v", sql, err)
 		}
-		got, err := pruned.Query(context.Background(), sql)
+		got, err := pruned.Query(context.Background(), sql, QueryOptions{})
 		if err != nil {
 			t.Fatalf("pruned %s: %v", sql, err)
 		}

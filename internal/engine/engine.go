@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -25,12 +24,11 @@ import (
 )
 
 // Engine answers queries over one Snapshot. Constructing it resolves
-// nothing.
+// nothing. It is safe for concurrent use.
 type Engine struct {
 	snap   *catalog.Snapshot
 	parser *query.Parser
-	// positional mounts the single Dataset as the default schema "dataset".
-	positional bool
+	cfg    Config
 	// NoPruning resolves every source that can provide a referenced
 	// relation. Results must be identical either way; tests compare them.
 	NoPruning bool
@@ -51,13 +49,31 @@ type Engine struct {
 	plans    map[*query.Analysis]*plan
 }
 
+// Config sets up an Engine.
+type Config struct {
+	// Positional mounts the single Dataset as the default schema
+	// "dataset": unqualified relation names resolve to it.
+	Positional bool
+	// Limits are the defaults of every query (QueryOptions overrides).
+	Limits Limits
+	// Gate, when set, bounds how many DuckDB instances run queries at once
+	// across every Engine that shares it.
+	Gate *Gate
+}
+
 // New returns an engine over snap. parser may be shared between engines.
 // It starts preparing an instance in the background but resolves nothing.
-func New(snap *catalog.Snapshot, parser *query.Parser, positional bool) *Engine {
-	e := &Engine{snap: snap, parser: parser, positional: positional, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
+func New(snap *catalog.Snapshot, parser *query.Parser, cfg Config) *Engine {
+	e := &Engine{snap: snap, parser: parser, cfg: cfg, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
 	e.prepare(nil) // the first query's instance starts while it is analyzed and resolved
 	return e
 }
+
+// Snapshot returns the Snapshot the engine queries.
+func (e *Engine) Snapshot() *catalog.Snapshot { return e.snap }
+
+// Limits returns the engine's default query limits.
+func (e *Engine) Limits() Limits { return e.cfg.Limits }
 
 // maxCachedAnalyses bounds Engine.analyses (it is emptied when full).
 const maxCachedAnalyses = 256
@@ -75,7 +91,7 @@ func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, 
 	for i, d := range e.snap.Datasets {
 		aliases[i] = d.Mount.Alias
 	}
-	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.positional})
+	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.cfg.Positional})
 	if err != nil {
 		return nil, err
 	}
@@ -89,78 +105,31 @@ func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, 
 	return an, nil
 }
 
-// Result is a fully read query result.
-type Result struct {
-	Columns []string
-	Types   []string
-	Rows    [][]any
-	Pruning []RelationReport
-}
-
-// RelationReport says, for one Dataset relation a query referenced, how many
-// sources could provide it, how many pruning skipped and which were resolved.
-type RelationReport struct {
-	Dataset    string
-	Relation   string
-	Considered int
-	Skipped    int
-	Resolved   []string
-}
-
-// ErrTooManyRows is returned when a result exceeds max_output_rows.
-var ErrTooManyRows = errors.New("result exceeds max_output_rows")
-
-// Query runs one read-only statement.
-func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
-	opts := e.snap.Options
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	an, err := e.analyze(ctx, sqlText)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := e.planFor(ctx, an)
-	if err != nil {
-		return nil, err
-	}
-	inst, err := e.open(ctx, plan)
-	if err != nil {
-		return nil, err
-	}
-	defer e.release(inst, true)
-	res, err := run(ctx, inst.conn, sqlText, opts.MaxOutputRows)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("query stopped: %w", ctx.Err())
-		}
-		return nil, err
-	}
-	res.Pruning = plan.report()
-	return res, nil
-}
-
 // planFor prunes and resolves the sources of an analysis. A plan whose
 // sources all resolved is reused for the same analysis: every resolution,
 // result or error, is fixed for the Snapshot's life, so the plan cannot
-// change (on 2,000 sources, building it again cost about a millisecond).
-func (e *Engine) planFor(ctx context.Context, an *query.Analysis) (*plan, error) {
-	e.mu.Lock()
-	p := e.plans[an]
-	e.mu.Unlock()
-	if p != nil && p.noPruning == e.NoPruning {
-		return p, nil
+// change (on 2,000 sources, building it again cost about a millisecond). A
+// restricted plan (routing) is built for its query alone.
+func (e *Engine) planFor(ctx context.Context, an *query.Analysis, restrict Restriction) (*plan, error) {
+	cacheable := restrict == nil
+	if cacheable {
+		e.mu.Lock()
+		p := e.plans[an]
+		e.mu.Unlock()
+		if p != nil && p.noPruning == e.NoPruning {
+			return p, nil
+		}
 	}
-	p = e.plan(an)
+	p := e.plan(an, restrict)
 	if err := e.resolve(ctx, p); err != nil {
 		return nil, err
 	}
 	p.views = e.views(p)
-	e.mu.Lock()
-	e.plans[an] = p
-	e.mu.Unlock()
+	if cacheable {
+		e.mu.Lock()
+		e.plans[an] = p
+		e.mu.Unlock()
+	}
 	return p, nil
 }
 
@@ -175,6 +144,16 @@ type plan struct {
 
 type relKey struct{ dataset, relation string }
 
+// RelationKey names one relation of one mounted Dataset (by SQL alias).
+type RelationKey struct{ Dataset, Relation string }
+
+// Restriction narrows the sources a query may read, per relation, to the
+// listed _file_ values: exactly what adding `_file_ IN (...)` to every
+// reference of that relation would do. The source-routing index computes
+// it from facts that hold for every row the query can select, so it never
+// changes a result; a relation it does not name is not narrowed.
+type Restriction map[RelationKey][]string
+
 type relPlan struct {
 	considered int
 	sources    []*catalog.Source
@@ -185,10 +164,11 @@ type relPlan struct {
 }
 
 // plan prunes: for every referenced Dataset relation, the sources that can
-// provide it and whose constant _file_ may satisfy some reference's filter.
-// Nothing is opened to decide (spec invariant 11). DESCRIBE needs only the
-// fixed schemas, so it reads no source.
-func (e *Engine) plan(an *query.Analysis) *plan {
+// provide it and whose constant _file_ may satisfy some reference's filter
+// (and, when restricted, that the restriction lists). Nothing is opened to
+// decide (spec invariant 11). DESCRIBE needs only the fixed schemas, so it
+// reads no source.
+func (e *Engine) plan(an *query.Analysis, restrict Restriction) *plan {
 	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}, noPruning: e.NoPruning}
 	for _, ref := range an.Refs {
 		k := relKey{ref.Dataset, ref.Relation}
@@ -205,12 +185,13 @@ func (e *Engine) plan(an *query.Analysis) *plan {
 		if !ok || an.Kind == query.KindDescribe {
 			continue
 		}
-		for _, src := range ds.Sources {
-			if !src.Provides(ref.Relation) {
-				continue
-			}
-			rp.considered++
-			if e.NoPruning || an.MayRead(ref.Dataset, ref.Relation, src.File) {
+		rp.considered = ds.Providers(ref.Relation)
+		candidates := ds.Sources
+		if files, ok := restrict[RelationKey{ref.Dataset, ref.Relation}]; ok {
+			candidates = ds.SourcesOf(files)
+		}
+		for _, src := range candidates {
+			if src.Provides(ref.Relation) && (e.NoPruning || an.MayRead(ref.Dataset, ref.Relation, src.File)) {
 				rp.sources = append(rp.sources, src)
 			}
 		}
@@ -220,7 +201,7 @@ func (e *Engine) plan(an *query.Analysis) *plan {
 
 // rowRelations are the relations whose rows come from sources (views);
 // sources and projections are the Snapshot's metadata (tables).
-var rowRelations = []string{model.RelRuns, model.RelSteps, model.RelToolCalls, model.RelEvents}
+var rowRelations = model.RowRelations
 
 func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) }
 
@@ -316,7 +297,4 @@ func (p *plan) report() []RelationReport {
 }
 
 // quote returns s as a SQL string literal.
-func quote(s string) string { return catalog.SQLString(s) }
-
-// Ident returns s as a quoted SQL identifier.
-func Ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func quote(s string) string { return sqlString(s) }

@@ -68,14 +68,14 @@ func open(t testing.TB, root string, opts catalog.Options) (*catalog.Snapshot, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(snap, parser, true)
+	e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
 	t.Cleanup(func() { e.Close(); snap.Close() })
 	return snap, e
 }
 
 func mustQuery(t testing.TB, e *Engine, sql string) *Result {
 	t.Helper()
-	res, err := e.Query(context.Background(), sql)
+	res, err := e.Query(context.Background(), sql, QueryOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
@@ -173,7 +173,7 @@ func TestLateErrorIsNotSkippedUnderReport(t *testing.T) {
 	opts := catalog.DefaultOptions()
 	opts.Errors = catalog.ErrorsReport
 	_, e := open(t, root, opts)
-	_, err := e.Query(context.Background(), "SELECT count(*) FROM runs")
+	_, err := e.Query(context.Background(), "SELECT count(*) FROM runs", QueryOptions{})
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl") {
 		t.Fatalf("a parse error at scan time must fail the query, naming the file: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestStrictAndReportPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	e := New(snap, parser, false)
+	e := New(snap, parser, Config{Limits: LimitsFrom(snap.Options)})
 	res := mustQuery(t, e, "SELECT _file_, status, error IS NOT NULL FROM d.sources ORDER BY 1")
 	if len(res.Rows) != 3 || res.Rows[2][0] != "broken-store" || res.Rows[2][1] != "error" || res.Rows[2][2] != true {
 		t.Fatalf("sources: %v", res.Rows)
@@ -220,7 +220,7 @@ func TestChangedFileFailsTheQuery(t *testing.T) {
 	}
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(path, future, future)
-	_, err := e.Query(context.Background(), "SELECT * FROM runs")
+	_, err := e.Query(context.Background(), "SELECT * FROM runs", QueryOptions{})
 	var changed *catalog.ErrSourceChanged
 	if !errors.As(err, &changed) {
 		t.Fatalf("want ErrSourceChanged, got %v", err)
@@ -249,7 +249,7 @@ func TestUserSQLCannotEscapeTheSandbox(t *testing.T) {
 		"SELECT * FROM glob('/etc/*')",
 		"SELECT * FROM ｒｅａｄ_text('/etc/passwd')",
 	} {
-		if _, err := e.Query(context.Background(), sql); err == nil {
+		if _, err := e.Query(context.Background(), sql, QueryOptions{}); err == nil {
 			t.Errorf("accepted: %s", sql)
 		}
 	}
@@ -265,17 +265,17 @@ func TestCrossDatasetJoinAllowedSameDatasetJoinNeedsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	e := New(snap, parser, false)
+	e := New(snap, parser, Config{Limits: LimitsFrom(snap.Options)})
 	res := mustQuery(t, e, "SELECT count(*) FROM a.runs x JOIN b.runs y ON x.session_id = y.session_id")
 	// Every file holds sessions line-1 and line-2: each of a's 4 runs meets b's 3 of the same id.
 	if res.Rows[0][0] != int64(4*3) {
 		t.Fatalf("cross-Dataset join rows = %v, want 12", res.Rows[0][0])
 	}
-	if _, err := e.Query(context.Background(), "SELECT count(*) FROM a.runs x JOIN a.steps y ON x.session_id = y.session_id"); err == nil {
+	if _, err := e.Query(context.Background(), "SELECT count(*) FROM a.runs x JOIN a.steps y ON x.session_id = y.session_id", QueryOptions{}); err == nil {
 		t.Fatal("same-Dataset join without _file_ accepted")
 	}
 	mustQuery(t, e, "SELECT count(*) FROM a.runs x JOIN a.steps y ON x._file_ = y._file_ AND x.session_id = y.session_id")
-	if _, err := e.Query(context.Background(), "SELECT * FROM runs"); err == nil {
+	if _, err := e.Query(context.Background(), "SELECT * FROM runs", QueryOptions{}); err == nil {
 		t.Fatal("unqualified name accepted with only mounts")
 	}
 }
@@ -284,7 +284,7 @@ func TestMaxOutputRows(t *testing.T) {
 	opts := catalog.DefaultOptions()
 	opts.MaxOutputRows = 3
 	_, e := open(t, fixture(t, 4), opts)
-	if _, err := e.Query(context.Background(), "SELECT * FROM runs"); !errors.Is(err, ErrTooManyRows) {
+	if _, err := e.Query(context.Background(), "SELECT * FROM runs", QueryOptions{}); !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("want ErrTooManyRows, got %v", err)
 	}
 	mustQuery(t, e, "SELECT * FROM runs LIMIT 3")
@@ -307,11 +307,11 @@ func TestInstanceReadsOnlyPinnedData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.planFor(ctx, an)
+	p, err := e.planFor(ctx, an, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := e.open(ctx, p)
+	inst, err := e.open(ctx, p, e.cfg.Limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,4 +356,9 @@ func TestPreparedInstanceMatchesItsQuery(t *testing.T) {
 			t.Fatalf("%s: got %v, want %v", q, got, want)
 		}
 	}
+}
+
+// testConfig is an Engine configuration with the default limits.
+func testConfig(positional bool) Config {
+	return Config{Positional: positional, Limits: LimitsFrom(catalog.DefaultOptions())}
 }

@@ -187,7 +187,7 @@ func TestCompactSourcesReadLikeCanonicalEvents(t *testing.T) {
 	if err := os.WriteFile(parts[0], []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e2.Query(context.Background(), "SELECT count(*) FROM events")
+	_, err = e2.Query(context.Background(), "SELECT count(*) FROM events", QueryOptions{})
 	var changed *catalog.ErrSourceChanged
 	if !errors.As(err, &changed) {
 		t.Fatalf("a changed part: want ErrSourceChanged, got %v", err)

@@ -43,9 +43,10 @@ func (e *Engine) abandon(p *pending) {
 	}
 }
 
-// newInstance opens and prepares an instance whose row relations are views
-// with the given bodies (an empty typed scan where views has none).
-func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*instance, error) {
+// newInstance opens and prepares an instance with the given limits whose
+// row relations are views with the given bodies (an empty typed scan where
+// views has none).
+func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*ins
 		return nil, err
 	}
 	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}}
-	setup := e.snap.Options.InstanceSettings(inst.spill)
+	setup := limits.instanceSettings(inst.spill)
 	for _, d := range e.snap.Datasets {
 		for _, rel := range rowRelations {
 			k := relKey{d.Mount.Alias, rel}
@@ -64,13 +65,13 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string) (*ins
 		}
 		setup = append(setup, schemaDDL(d.Mount.Alias, inst.views)...)
 	}
-	if e.positional {
+	if e.cfg.Positional {
 		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
 	}
 	// Locking comes last but before the query's own statements: those only
 	// create views and fill tables, which a locked configuration allows.
-	setup = append(setup, catalog.AccessSettings(inst.spill, e.readable)...)
-	setup = append(setup, catalog.LockConfiguration)
+	setup = append(setup, accessSettings(inst.spill, e.readable)...)
+	setup = append(setup, lockConfiguration)
 	if err := inst.exec(ctx, setup); err != nil {
 		inst.close()
 		return nil, err
@@ -93,10 +94,14 @@ func (inst *instance) close() {
 	os.RemoveAll(inst.spill) // DuckDB removes it too; this covers a failed close
 }
 
-// fresh returns an instance no query has used: the spare (waiting for it
-// when it is still being prepared, which is never slower than preparing
-// another), or a new one with the given views.
-func (e *Engine) fresh(ctx context.Context, views map[relKey]string) (*instance, error) {
+// fresh returns an instance with the given limits that no query has used:
+// the spare when it has them (waiting for it when it is still being
+// prepared, which is never slower than preparing another), or a new one
+// with the given views.
+func (e *Engine) fresh(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
+	if limits != e.cfg.Limits {
+		return e.newInstance(ctx, views, limits)
+	}
 	e.mu.Lock()
 	p := e.spare
 	e.spare = nil
@@ -115,7 +120,7 @@ func (e *Engine) fresh(ctx context.Context, views map[relKey]string) (*instance,
 			return nil, ctx.Err()
 		}
 	}
-	return e.newInstance(ctx, views)
+	return e.newInstance(ctx, views, limits)
 }
 
 // release closes a used instance and, after a query that ran, prepares
@@ -154,7 +159,7 @@ func (e *Engine) prepareLocked(views map[relKey]string) {
 	p := &pending{ready: make(chan struct{})}
 	e.spare = p
 	go func() {
-		next, _ := e.newInstance(context.Background(), views) // on failure the query prepares its own
+		next, _ := e.newInstance(context.Background(), views, e.cfg.Limits) // on failure the query prepares its own
 		e.mu.Lock()
 		p.inst = next
 		abandoned := p.abandoned

@@ -15,9 +15,9 @@ import (
 // the Snapshot's pinned data (and spill), its relations are views over
 // exactly the query's resolved sources, and its configuration is locked.
 // This is the second wall behind SQL validation.
-func (e *Engine) open(ctx context.Context, p *plan) (*instance, error) {
+func (e *Engine) open(ctx context.Context, p *plan, limits Limits) (*instance, error) {
 	views := p.views
-	inst, err := e.fresh(ctx, views)
+	inst, err := e.fresh(ctx, views, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +161,19 @@ func scan(rel, file string, files []string, res *catalog.Resolved) string {
 		if c.Name == "_file_" && file != "" {
 			sel[i] = quote(file) + "::VARCHAR AS _file_"
 		} else {
-			sel[i] = res.Select(c)
+			sel[i] = column(res, c)
 		}
 	}
 	return fmt.Sprintf("SELECT %s FROM read_parquet([%s])", strings.Join(sel, ", "), quoteList(files))
+}
+
+// column is the select-list item of c in a scan of res's files: the column
+// itself, or a typed NULL when the files predate it.
+func column(res *catalog.Resolved, c model.Column) string {
+	if res.Lacks(c) {
+		return "CAST(NULL AS " + c.SQLType + ") AS " + Ident(c.Name)
+	}
+	return Ident(c.Name)
 }
 
 func emptyScan(rel string) string {

@@ -20,7 +20,7 @@ func TestStoreOfOlderSchemaReadsAddedColumnsAsNull(t *testing.T) {
 	}
 	res = mustQuery(t, e, "SELECT _file_, session_id FROM runs ORDER BY 1, 2 LIMIT 1")
 	file, session := res.Rows[0][0].(string), res.Rows[0][1].(string)
-	sl, err := snap.LoadStoryline(context.Background(), catalog.DefaultAlias, ".", session)
+	sl, err := NewReader(snap, LimitsFrom(snap.Options)).LoadStoryline(context.Background(), StorylineKey{catalog.DefaultAlias, ".", session})
 	if err != nil {
 		t.Fatalf("LoadStoryline(%s, %s): %v", file, session, err)
 	}

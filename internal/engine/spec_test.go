@@ -67,7 +67,7 @@ func importStore(t *testing.T, dir string) {
 
 func TestGoal01_MultiDatasetJoins(t *testing.T) {
 	a, b := fixture(t, 2), fixture(t, 2)
-	e := New(build(t, catalog.DatasetMount{Alias: "live", URI: a}, catalog.DatasetMount{Alias: "archive", URI: b}), parser, false)
+	e := New(build(t, catalog.DatasetMount{Alias: "live", URI: a}, catalog.DatasetMount{Alias: "archive", URI: b}), parser, testConfig(false))
 	got := rowsOf(t, e, "SELECT count(*) FROM live.runs l JOIN archive.runs r ON l._file_ = r._file_ AND l.session_id = r.session_id")
 	if got != "4" {
 		t.Fatalf("one statement over two Datasets: %s", got)
@@ -96,7 +96,7 @@ func TestGoal02_HierarchicalDiscovery(t *testing.T) {
 }
 
 func TestGoal03_UnifiedTableModel(t *testing.T) {
-	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: testutil.SamplesDir(t)}), parser, true)
+	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: testutil.SamplesDir(t)}), parser, testConfig(true))
 	got := rowsOf(t, e, "SELECT DISTINCT split_part(source_format, '/', 1) FROM runs ORDER BY 1")
 	if got != "actf;atif;atif-jsonl;openai" {
 		t.Fatalf("ATIF, OpenAI and ACTF share the same runs relation: %s", got)
@@ -105,7 +105,9 @@ func TestGoal03_UnifiedTableModel(t *testing.T) {
 
 func TestGoal04_StableIdentity(t *testing.T) {
 	snap := build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: testutil.SamplesDir(t)})
-	e := New(snap, parser, true)
+	e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+	reader := NewReader(snap, LimitsFrom(snap.Options))
+	defer reader.Close()
 	// The linear-history main segment and its continuation share a session_id;
 	// (dataset, _file_, session_id) still names exactly one Storyline each.
 	res := mustQuery(t, e, "SELECT _file_, session_id FROM runs WHERE session_id = 'NORMALIZED_SESSION_ID' ORDER BY 1")
@@ -113,7 +115,7 @@ func TestGoal04_StableIdentity(t *testing.T) {
 		t.Fatalf("expected a shared session_id across sources: %v", res.Rows)
 	}
 	for _, r := range res.Rows {
-		sl, err := snap.LoadStoryline(context.Background(), catalog.DefaultAlias, r[0].(string), r[1].(string))
+		sl, err := reader.LoadStoryline(context.Background(), StorylineKey{catalog.DefaultAlias, r[0].(string), r[1].(string)})
 		if err != nil || sl.Run.File != r[0] {
 			t.Fatalf("LoadStoryline(%v): %v", r, err)
 		}
@@ -124,7 +126,7 @@ func TestGoal05_SnapshotConsistency(t *testing.T) {
 	root := fixture(t, 2)
 	store := filepath.Join(root, "imported")
 	importStore(t, store)
-	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root}), parser, true)
+	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root}), parser, testConfig(true))
 	before := rowsOf(t, e, "SELECT count(*) FROM runs")
 	// A new file and a new generation appear after the Snapshot was built.
 	os.WriteFile(filepath.Join(root, "a", "new.jsonl"), []byte(chatLine("new", 1)), 0o644)
@@ -138,7 +140,7 @@ func TestGoal05_SnapshotConsistency(t *testing.T) {
 }
 
 func TestGoal06_StableDefaultEntry(t *testing.T) {
-	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: fixture(t, 1)}), parser, true)
+	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: fixture(t, 1)}), parser, testConfig(true))
 	if rowsOf(t, e, "SELECT (SELECT count(*) FROM runs) = (SELECT count(*) FROM dataset.runs)") != "true" {
 		t.Fatal("unqualified names must resolve to the dataset schema")
 	}
@@ -155,7 +157,7 @@ func TestGoal07_BoundedFailure(t *testing.T) {
 	opts = catalog.DefaultOptions()
 	opts.MaxOutputRows = 1
 	_, e := open(t, fixture(t, 2), opts)
-	if _, err := e.Query(context.Background(), "SELECT * FROM steps"); !errors.Is(err, ErrTooManyRows) {
+	if _, err := e.Query(context.Background(), "SELECT * FROM steps", QueryOptions{}); !errors.Is(err, ErrTooManyRows) {
 		t.Fatalf("output rows must be bounded: %v", err)
 	}
 }
@@ -164,7 +166,7 @@ func TestGoal08_SafeWritesMountsAreReadOnly(t *testing.T) {
 	root := fixture(t, 1)
 	_, e := open(t, root, catalog.DefaultOptions())
 	for _, sql := range []string{"COPY (SELECT 1) TO '" + filepath.Join(root, "x.csv") + "'", "CREATE TABLE t AS SELECT 1", "INSERT INTO runs SELECT * FROM runs"} {
-		if _, err := e.Query(context.Background(), sql); err == nil {
+		if _, err := e.Query(context.Background(), sql, QueryOptions{}); err == nil {
 			t.Errorf("write accepted: %s", sql)
 		}
 	}
@@ -199,7 +201,7 @@ func TestInvariant01_NamespaceAndAliasAreSeparate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(build(t, m), parser, false)
+	e := New(build(t, m), parser, testConfig(false))
 	if got := rowsOf(t, e, "SELECT DISTINCT dataset FROM nightly_runs.sources"); got != "team/Nightly-Runs" {
 		t.Fatalf("namespace %q, alias nightly_runs", got)
 	}
@@ -207,7 +209,7 @@ func TestInvariant01_NamespaceAndAliasAreSeparate(t *testing.T) {
 
 func TestInvariant02_FileIsRelativeAndRootIsDot(t *testing.T) {
 	root := fixture(t, 1)
-	e := New(build(t, catalog.DatasetMount{Alias: "d", URI: filepath.Join(root, "a", "f000.jsonl")}, catalog.DatasetMount{Alias: "t", URI: root}), parser, false)
+	e := New(build(t, catalog.DatasetMount{Alias: "d", URI: filepath.Join(root, "a", "f000.jsonl")}, catalog.DatasetMount{Alias: "t", URI: root}), parser, testConfig(false))
 	if got := rowsOf(t, e, "SELECT DISTINCT _file_ FROM d.runs UNION ALL SELECT DISTINCT _file_ FROM t.runs"); got != ".;a/f000.jsonl" {
 		t.Fatalf("_file_ values: %s", got)
 	}
@@ -254,7 +256,7 @@ func TestInvariant06_EventsAreOnlyCanonical(t *testing.T) {
 
 func TestInvariant07_SameDatasetTrajectoryJoinsCarryFile(t *testing.T) {
 	_, e := open(t, fixture(t, 2), catalog.DefaultOptions())
-	if _, err := e.Query(context.Background(), "SELECT * FROM runs r JOIN tool_calls c ON r.session_id = c.session_id"); err == nil {
+	if _, err := e.Query(context.Background(), "SELECT * FROM runs r JOIN tool_calls c ON r.session_id = c.session_id", QueryOptions{}); err == nil {
 		t.Fatal("join without _file_ equality accepted")
 	}
 	mustQuery(t, e, "SELECT * FROM runs r JOIN tool_calls c USING (_file_, session_id)")
@@ -265,7 +267,7 @@ func TestInvariant08_SourcesDoNotOutliveTheSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustQuery(t, New(snap, parser, false), "SELECT count(*) FROM d.steps")
+	mustQuery(t, New(snap, parser, Config{Limits: LimitsFrom(snap.Options)}), "SELECT count(*) FROM d.steps")
 	tmp := snap.TempDir
 	if _, err := os.Stat(tmp); err != nil {
 		t.Fatal(err)
@@ -282,7 +284,7 @@ func TestInvariant08_SourcesDoNotOutliveTheSnapshot(t *testing.T) {
 func TestInvariant09_OnlyCompleteSnapshotsAndTheOldOneKeepsServing(t *testing.T) {
 	root := fixture(t, 4)
 	old := build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root})
-	e := New(old, parser, true)
+	e := New(old, parser, testConfig(true))
 	defer e.Close()
 	const q = "SELECT count(DISTINCT _file_), count(*) FROM steps"
 	before := rowsOf(t, e, q)
@@ -310,7 +312,7 @@ func TestInvariant09_OnlyCompleteSnapshotsAndTheOldOneKeepsServing(t *testing.T)
 	if err := os.WriteFile(filepath.Join(root, "a", "new.jsonl"), []byte(chatLine("new", 2)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	newer := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root}), parser, true)
+	newer := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: root}), parser, testConfig(true))
 	defer newer.Close()
 	if got := rowsOf(t, newer, q); !strings.HasPrefix(got, "5,") {
 		t.Fatalf("the newer Snapshot: %s", got)
@@ -346,12 +348,14 @@ func TestInvariant10_ReadingNeverWritesToADataset(t *testing.T) {
 	}
 	before := fingerprint()
 	snap, e := open(t, root, catalog.DefaultOptions())
+	reader := NewReader(snap, LimitsFrom(snap.Options))
+	defer reader.Close()
 	for _, rel := range []string{"sources", "runs", "steps", "tool_calls", "events", "projections"} {
 		mustQuery(t, e, "SELECT count(*) FROM "+rel)
 	}
 	res := mustQuery(t, e, "SELECT _file_, min(session_id) FROM runs GROUP BY 1 ORDER BY 1")
 	for _, r := range res.Rows {
-		if _, err := snap.LoadStoryline(context.Background(), catalog.DefaultAlias, r[0].(string), r[1].(string)); err != nil {
+		if _, err := reader.LoadStoryline(context.Background(), StorylineKey{catalog.DefaultAlias, r[0].(string), r[1].(string)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,6 +28,10 @@ const (
 	RelEvents    = "events"
 )
 
+// RowRelations are the relations whose rows come from sources; sources and
+// projections are a Snapshot's metadata.
+var RowRelations = []string{RelRuns, RelSteps, RelToolCalls, RelEvents}
+
 // Schemas maps each row relation to its fixed column list, in order. The
 // lists are derived from the struct tags so the Parquet writer, the SQL
 // views and the docs can never disagree.

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+)
+
+// Limits bound one DuckDB instance and the query it runs. An Engine holds
+// the defaults; a query may ask for other values (QueryOptions).
+type Limits struct {
+	MemoryLimit   string        // DuckDB memory_limit, e.g. "2GB"
+	Threads       int           // DuckDB threads (0: number of CPUs)
+	MaxSpillBytes string        // DuckDB max_temp_directory_size
+	Timeout       time.Duration // wall-clock limit of one query (0: none)
+	MaxOutputRows int64         // most rows a query returns (0: no limit)
+}
+
+// LimitsFrom takes the query-time limits out of the catalog options, where
+// the CLI's flags and config set them.
+func LimitsFrom(o catalog.Options) Limits {
+	return Limits{MemoryLimit: o.MemoryLimit, Threads: o.Threads, MaxSpillBytes: o.MaxSpillBytes, Timeout: o.Timeout, MaxOutputRows: o.MaxOutputRows}
+}
+
+// The sandbox of every DuckDB instance this package opens (DECISIONS §2):
+// instanceSettings, then accessSettings, then lockConfiguration. It is the
+// second wall behind SQL validation: even SQL that got past the checker
+// cannot read other files, load extensions or change a setting.
+
+// lockConfiguration is the last statement of a sandbox set-up: nothing can
+// change a setting afterwards (creating views and filling tables still
+// works, so it may come before them).
+const lockConfiguration = "SET lock_configuration=true"
+
+// instanceSettings are the part of the sandbox that does not depend on
+// what is read: memory, thread and spill limits, spilling into spill, and
+// no extension loading. They may run before the data is known (the engine
+// prepares instances ahead of queries). DuckDB creates spill only when it
+// first spills and removes it when the instance closes.
+func (l Limits) instanceSettings(spill string) []string {
+	threads := l.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	return []string{
+		"SET memory_limit=" + sqlString(l.MemoryLimit),
+		fmt.Sprintf("SET threads=%d", threads),
+		"SET temp_directory=" + sqlString(spill),
+		"SET max_temp_directory_size=" + sqlString(l.MaxSpillBytes),
+		"SET autoinstall_known_extensions=false",
+		"SET autoload_known_extensions=false",
+	}
+}
+
+// accessSettings confine file access to the directories in allowed and
+// spill, and then turn external access off (after which allowed can no
+// longer change).
+func accessSettings(spill string, allowed []string) []string {
+	set := map[string]bool{filepath.Clean(spill) + string(filepath.Separator): true}
+	for _, d := range allowed {
+		set[filepath.Clean(d)+string(filepath.Separator)] = true
+	}
+	dirs := make([]string, 0, len(set))
+	for d := range set {
+		dirs = append(dirs, sqlString(d))
+	}
+	sort.Strings(dirs)
+	return []string{
+		"SET allowed_directories=[" + strings.Join(dirs, ", ") + "]",
+		"SET enable_external_access=false",
+	}
+}
+
+// sqlString returns s as a SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Ident returns s as a quoted SQL identifier.
+func Ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

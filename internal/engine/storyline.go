@@ -1,0 +1,312 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// Reader reads whole Storylines, or pages of one, through the pinned
+// sources of a Snapshot (the spec's load_storyline). It runs only this
+// package's own SQL, in one private DuckDB instance with the same walls as
+// the query engine (limits, file access confined to the Snapshot's pinned
+// data, a locked configuration); since no user SQL ever reaches it, the
+// instance is opened once and shared by every read. It is safe for
+// concurrent use.
+type Reader struct {
+	snap   *catalog.Snapshot
+	limits Limits
+
+	once  sync.Once
+	db    *sql.DB
+	spill string
+	err   error
+}
+
+// NewReader returns a Reader over snap; it opens nothing until first used.
+func NewReader(snap *catalog.Snapshot, limits Limits) *Reader {
+	return &Reader{snap: snap, limits: limits}
+}
+
+// Close releases the reader's DuckDB instance.
+func (r *Reader) Close() error {
+	r.once.Do(func() { r.err = errors.New("reader closed") }) // a later use fails
+	if r.db == nil {
+		return nil
+	}
+	err := r.db.Close()
+	os.RemoveAll(r.spill)
+	return err
+}
+
+func (r *Reader) open(ctx context.Context) (*sql.DB, error) {
+	r.once.Do(func() {
+		spill := r.snap.SpillDir()
+		db, err := sql.Open("duckdb", "")
+		if err != nil {
+			r.err = err
+			return
+		}
+		setup := append(r.limits.instanceSettings(spill), accessSettings(spill, r.snap.ReadableDirs())...)
+		setup = append(setup, lockConfiguration)
+		for _, stmt := range setup {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				db.Close()
+				r.err = fmt.Errorf("preparing reader: %s: %w", firstLine(stmt), err)
+				return
+			}
+		}
+		r.db, r.spill = db, spill
+	})
+	return r.db, r.err
+}
+
+// StorylineKey is a Storyline's full identity: (dataset, _file_, session_id).
+// Dataset is a namespace path or a SQL alias.
+type StorylineKey struct {
+	Dataset   string `json:"dataset"`
+	File      string `json:"_file_"`
+	SessionID string `json:"session_id"`
+}
+
+func (k StorylineKey) String() string {
+	return fmt.Sprintf("Storyline (%s, %s, %s)", k.Dataset, k.File, k.SessionID)
+}
+
+// StorylineFilter selects Storylines of one source; empty fields select
+// every Storyline.
+type StorylineFilter struct {
+	Sessions []string // session_id IN Sessions
+	RunID    string   // run_id = RunID
+}
+
+// where returns the filter as a SQL condition with its parameters.
+func (f StorylineFilter) where() (string, []any) {
+	cond, args := "true", []any{}
+	if len(f.Sessions) > 0 {
+		cond += " AND session_id IN (?" + strings.Repeat(", ?", len(f.Sessions)-1) + ")"
+		for _, id := range f.Sessions {
+			args = append(args, id)
+		}
+	}
+	if f.RunID != "" {
+		cond += " AND run_id = ?"
+		args = append(args, f.RunID)
+	}
+	return cond, args
+}
+
+// sourceFiles resolves a source's Storyline relations and returns them with
+// the condition that keeps its own rows: files shared with other sources
+// (Snapshot.ResolveFiles) hold rows of several _file_ values.
+func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalog.Source, *catalog.Resolved, string, []any, error) {
+	src, err := r.snap.LookupSource(dataset, file)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	res, err := src.Resolve(ctx, model.RelRuns)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	if res.Owners != nil {
+		return src, res, "_file_ = ?", []any{src.File}, nil
+	}
+	return src, res, "true", nil, nil
+}
+
+// LoadStoryline reads exactly one Storyline — its runs, steps and tool_calls
+// rows — through the pinned source. Its _file_ columns hold the source's
+// Dataset-relative path, as in SQL. Warnings raised while normalizing are
+// not stored with the rows, so the result has none.
+func (r *Reader) LoadStoryline(ctx context.Context, key StorylineKey) (*model.Storyline, error) {
+	var found []*model.Storyline
+	err := r.EachStoryline(ctx, key.Dataset, key.File, StorylineFilter{Sessions: []string{key.SessionID}}, func(sl *model.Storyline) error {
+		found = append(found, sl)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%s: %w", key, catalog.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return nil, ambiguous(key, len(found))
+}
+
+// ErrAmbiguous is wrapped when a store holds several Storylines with the
+// requested session_id (imported from different files).
+var ErrAmbiguous = errors.New("ambiguous Storyline")
+
+func ambiguous(key StorylineKey, n int) error {
+	return fmt.Errorf("%s is ambiguous: the store holds %d Storylines with that session_id (imported from different files): %w", key, n, ErrAmbiguous)
+}
+
+// EachStoryline calls fn with every Storyline of one source that f selects,
+// in session_id order. Rows stream: only the current Storyline is held in
+// memory. The _file_ columns hold the source's Dataset-relative path.
+func (r *Reader) EachStoryline(ctx context.Context, dataset, file string, f StorylineFilter, fn func(*model.Storyline) error) error {
+	db, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	src, res, own, ownArgs, err := r.sourceFiles(ctx, dataset, file)
+	if err != nil {
+		return err
+	}
+	where, args := f.where()
+	where += " AND " + own
+	args = append(args, ownArgs...)
+	runs, err := openCursor(ctx, db, model.RelRuns, res, where, args, runKey)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", file, err)
+	}
+	defer runs.close()
+	steps, err := openCursor(ctx, db, model.RelSteps, res, where, args, stepKey)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", file, err)
+	}
+	defer steps.close()
+	calls, err := openCursor(ctx, db, model.RelToolCalls, res, where, args, callKey)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", file, err)
+	}
+	defer calls.close()
+	for runs.row != nil {
+		sl := &model.Storyline{Run: *runs.row}
+		k := runKey(runs.row)
+		if err := steps.take(k, func(r *model.Step) { sl.Steps = append(sl.Steps, *r) }); err != nil {
+			return fmt.Errorf("source %s: %w", file, err)
+		}
+		if err := calls.take(k, func(r *model.ToolCall) { sl.ToolCalls = append(sl.ToolCalls, *r) }); err != nil {
+			return fmt.Errorf("source %s: %w", file, err)
+		}
+		setFile(sl, src.File)
+		if err := fn(sl); err != nil {
+			return err
+		}
+		if err := runs.advance(); err != nil {
+			return fmt.Errorf("source %s: %w", file, err)
+		}
+	}
+	return nil
+}
+
+// setFile gives every row the source's _file_: store rows may carry their
+// import provenance there, but a Storyline's identity is the source path.
+func setFile(sl *model.Storyline, file string) {
+	sl.Run.File = file
+	for i := range sl.Steps {
+		sl.Steps[i].File = file
+	}
+	for i := range sl.ToolCalls {
+		sl.ToolCalls[i].File = file
+	}
+}
+
+// storyKey orders rows of one source: a store may hold rows imported from
+// several files, so the import _file_ is part of a Storyline's key there.
+type storyKey struct{ session, file string }
+
+func (a storyKey) compare(b storyKey) int {
+	return cmp.Or(strings.Compare(a.session, b.session), strings.Compare(a.file, b.file))
+}
+
+func runKey(r *model.Run) storyKey       { return storyKey{r.SessionID, r.File} }
+func stepKey(r *model.Step) storyKey     { return storyKey{r.SessionID, r.File} }
+func callKey(r *model.ToolCall) storyKey { return storyKey{r.SessionID, r.File} }
+
+// cursor streams one relation's rows in Storyline-key order, decoded into
+// the model struct whose fields are the relation's columns in order.
+type cursor[T any] struct {
+	rows *sql.Rows
+	row  *T // current row; nil at the end
+	key  func(*T) storyKey
+}
+
+// orderBy lists each relation's sort columns: the Storyline key, then the
+// row's position in its Storyline.
+var orderBy = map[string]string{
+	model.RelRuns:      "session_id, _file_",
+	model.RelSteps:     "session_id, _file_, step_index",
+	model.RelToolCalls: "session_id, _file_, call_index",
+}
+
+// selectFrom is the scan of one relation of res with every column in model
+// order (NULL for columns the files predate).
+func selectFrom(rel string, res *catalog.Resolved) string {
+	cols := make([]string, 0, len(model.Schemas[rel]))
+	for _, col := range model.Schemas[rel] {
+		cols = append(cols, column(res, col))
+	}
+	return fmt.Sprintf("SELECT %s FROM read_parquet([%s])", strings.Join(cols, ", "), quoteList(res.Files[rel]))
+}
+
+func openCursor[T any](ctx context.Context, db *sql.DB, rel string, res *catalog.Resolved, where string, args []any, key func(*T) storyKey) (*cursor[T], error) {
+	c := &cursor[T]{key: key}
+	if len(res.Files[rel]) == 0 {
+		return c, nil
+	}
+	// ORDER BY uses DuckDB's default binary collation, the same byte order
+	// as storyKey.compare, so the three cursors merge correctly.
+	q := fmt.Sprintf("%s WHERE %s ORDER BY %s", selectFrom(rel, res), where, orderBy[rel])
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	c.rows = rows
+	if err := c.advance(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	return c, nil
+}
+
+func (c *cursor[T]) advance() error {
+	c.row = nil
+	if c.rows == nil || !c.rows.Next() {
+		if c.rows == nil {
+			return nil
+		}
+		return c.rows.Err()
+	}
+	var row T
+	if err := scanStruct(c.rows, &row); err != nil {
+		return err
+	}
+	c.row = &row
+	return nil
+}
+
+// take passes every row with key k to add and stops at the first row after
+// it. Rows ordered before k belong to no selected run and are skipped.
+func (c *cursor[T]) take(k storyKey, add func(*T)) error {
+	for c.row != nil {
+		switch d := c.key(c.row).compare(k); {
+		case d > 0:
+			return nil
+		case d == 0:
+			add(c.row)
+		}
+		if err := c.advance(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *cursor[T]) close() {
+	if c.rows != nil {
+		c.rows.Close()
+	}
+}

@@ -84,6 +84,9 @@ type Snapshot struct {
 	fallbackSessions atomic.Int64
 
 	buckets []objstore.Bucket // remote Datasets' clients (remote.go), closed by Close
+
+	reuse  *Snapshot // see Reusing; build time only
+	reused int
 }
 
 // FallbackSessions counts the canonical sessions normalized by events
@@ -200,6 +203,14 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 		return nil, err
 	}
 	snap.TempDir = tmp
+	if snap.reuse != nil {
+		err := snap.carryOver(snap.reuse)
+		snap.reuse = nil
+		if err != nil {
+			snap.Close()
+			return nil, err
+		}
+	}
 	return snap, nil
 }
 

@@ -88,67 +88,78 @@ func (e *Engine) metadataDDL(d *catalog.Dataset, p *plan) []string {
 }
 
 // scans returns the scans that make up one relation's view. Normalized file
-// sources already carry their own _file_ in every row, so all of them are
-// read by one read_parquet; each store source gets its own scan with its
-// constant _file_ (a store's rows may carry import provenance there, but the
-// Dataset identity is the store's path). One hit is thus always a plain scan.
+// sources already carry their own _file_ in every row, so one read_parquet
+// reads all of them; each store source gets its own scan with its constant
+// _file_ (a store's rows may carry import provenance there, but the
+// Dataset identity is the store's path). One hit is thus always a plain
+// scan.
+//
+// Normalized files may be shared by many sources (Snapshot.ResolveFiles),
+// and a set shared with sources the query does not read, or whose rows a
+// later generation took from elsewhere, must be filtered to the hits it
+// was resolved for: each such set gets its own filtered scan.
 func scans(rel string, rp *relPlan) []string {
 	if rp == nil {
 		return nil
 	}
-	var fileParts []string
-	seenFile := map[string]bool{}
-	hits := make(map[string]bool, len(rp.sources))
-	var owners []string // of each shared file set once (sets are shared by many sources)
-	var out []string
+	type fileSet struct {
+		files  []string
+		owners []string // nil: the set holds only its one source's rows
+		hits   []string
+	}
+	var sets []*fileSet
+	byFirst := map[string]*fileSet{}
+	var stores []string
 	for i, src := range rp.sources {
 		res := rp.resolved[i]
 		files := res.Files[rel]
 		switch {
 		case len(files) == 0:
 		case src.Kind == catalog.KindFile:
-			hits[src.File] = true
-			if !seenFile[files[0]] {
-				owners = append(owners, res.Owners...)
+			fs := byFirst[files[0]]
+			if fs == nil {
+				fs = &fileSet{files: files, owners: res.Owners}
+				byFirst[files[0]] = fs
+				sets = append(sets, fs)
 			}
-			for _, f := range files {
-				if !seenFile[f] {
-					seenFile[f] = true
-					fileParts = append(fileParts, f)
-				}
-			}
+			fs.hits = append(fs.hits, src.File)
 		default:
-			out = append(out, scan(rel, src.File, files, res))
+			stores = append(stores, scan(rel, src.File, files, res))
 		}
 	}
-	if len(fileParts) > 0 {
-		q := scan(rel, "", fileParts, nil) // normalized by this build
-		if !covers(hits, owners) {
-			q += " WHERE _file_ IN (" + quoteList(sortedKeys(hits)) + ")"
+	var whole []string // files of sets the query reads entirely
+	var out []string
+	for _, fs := range sets {
+		if covers(fs.hits, fs.owners) {
+			whole = append(whole, fs.files...)
+			continue
 		}
-		out = append([]string{q}, out...)
+		hits := append([]string(nil), fs.hits...)
+		sort.Strings(hits)
+		out = append(out, scan(rel, "", fs.files, nil)+" WHERE _file_ IN ("+quoteList(hits)+")")
 	}
-	return out
+	if len(whole) > 0 {
+		out = append([]string{scan(rel, "", whole, nil)}, out...) // normalized by this build
+	}
+	return append(out, stores...)
 }
 
-// covers reports whether every owner of the shared files is a hit, so the
-// scan needs no _file_ filter.
-func covers(hits map[string]bool, owners []string) bool {
+// covers reports whether the hits include every owner of a shared file
+// set, so its scan needs no _file_ filter.
+func covers(hits, owners []string) bool {
+	if len(owners) == 0 {
+		return true
+	}
+	set := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		set[h] = true
+	}
 	for _, o := range owners {
-		if !hits[o] {
+		if !set[o] {
 			return false
 		}
 	}
 	return true
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // scan reads Parquet files for a relation; a non-empty file replaces the

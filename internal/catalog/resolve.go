@@ -38,6 +38,9 @@ type Source struct {
 	directed   map[string]*cell
 }
 
+// Dataset returns the Dataset the source belongs to.
+func (s *Source) Dataset() *Dataset { return s.dataset }
+
 // Resolved is a source's data for some relations, as local Parquet files.
 type Resolved struct {
 	// Files maps a relation to the Parquet files holding its rows.

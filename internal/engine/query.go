@@ -16,7 +16,7 @@ type QueryOptions struct {
 	// set, in which case reading stops and Rows.Truncated says so.
 	MaxRows  int64
 	Truncate bool
-	Timeout  time.Duration // 0: Limits.Timeout
+	Timeout  time.Duration // 0: Limits.Timeout; negative: none
 	// MemoryLimit and Threads override the instance limits; a query with
 	// its own cannot use the instance prepared ahead.
 	MemoryLimit string

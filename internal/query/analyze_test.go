@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,6 +285,56 @@ func TestAnalyzeConcurrent(t *testing.T) {
 	for err := range errs {
 		if err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+func TestRouteFacts(t *testing.T) {
+	p, err := NewParser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	opts := AnalyzeOptions{Datasets: []string{"prod"}, Default: true}
+	for _, tt := range []struct {
+		sql  string
+		want string // "" for nil facts
+	}{
+		{"SELECT * FROM runs WHERE session_id = 's1'", "dataset.runs file=false session_id=[s1]"},
+		{"SELECT * FROM runs r WHERE 's1' = r.session_id AND agent_id IN ('a', NULL, 'b') AND step_count > 3", "dataset.runs file=false agent_id=[a b] session_id=[s1]"},
+		{"SELECT count(*) FROM prod.steps WHERE session_id IN ('a', 'b') AND session_id = 'b'", "prod.steps file=false session_id=[b]"},
+		{"SELECT * FROM runs WHERE session_id = 's1' OR run_id = 'r'", "dataset.runs file=false"},
+		{"SELECT * FROM runs WHERE _file_ = 'a.json' AND session_id = 's1'", "dataset.runs file=true"},
+		{"SELECT * FROM runs WHERE session_id = 5", "dataset.runs file=false"},
+		{"SELECT * FROM runs WHERE session_id IN (SELECT 'x')", ""},
+		{"SELECT * FROM runs", "dataset.runs file=false"},
+		{"WITH x AS (SELECT * FROM runs) SELECT * FROM x WHERE session_id = 's'", ""},
+		{"SELECT * FROM runs r JOIN steps s ON r._file_ = s._file_ AND r.session_id = s.session_id WHERE r.session_id = 's'", ""},
+		{"SELECT * FROM runs WHERE session_id = 's' UNION ALL SELECT * FROM runs", ""},
+		{"SELECT * FROM runs WHERE other.session_id = 's'", "dataset.runs file=false"},
+		{"EXPLAIN SELECT * FROM runs WHERE session_id = 's'", ""},
+	} {
+		an, err := p.Analyze(context.Background(), tt.sql, opts)
+		if err != nil {
+			if tt.want == "" {
+				continue
+			}
+			t.Fatalf("%s: %v", tt.sql, err)
+		}
+		got := ""
+		if f := an.Route; f != nil {
+			got = fmt.Sprintf("%s.%s file=%v", f.Dataset, f.Relation, f.FilePredicate)
+			keys := make([]string, 0, len(f.Equal))
+			for k := range f.Equal {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				got += fmt.Sprintf(" %s=%v", k, f.Equal[k])
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.sql, got, tt.want)
 		}
 	}
 }

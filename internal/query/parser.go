@@ -100,6 +100,9 @@ type Analysis struct {
 	// Refs lists every base-table reference to a Dataset relation, in the
 	// order they appear in the SQL text.
 	Refs []TableRef
+	// Route holds what source routing may use (nil: the statement's shape
+	// does not allow it).
+	Route *RouteFacts
 }
 
 // MayRead reports whether the source file can contribute rows to
@@ -206,6 +209,9 @@ func (p *Parser) Analyze(ctx context.Context, sql string, opts AnalyzeOptions) (
 		return nil, err
 	}
 	res.Explain, res.Analyze = explain, analyze
+	if !explain {
+		res.Route = routeFacts(stmt, res.Refs)
+	}
 	return res, nil
 }
 

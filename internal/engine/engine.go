@@ -75,6 +75,12 @@ func (e *Engine) Snapshot() *catalog.Snapshot { return e.snap }
 // Limits returns the engine's default query limits.
 func (e *Engine) Limits() Limits { return e.cfg.Limits }
 
+// Analyze validates sqlText for this engine's Datasets, as a query would,
+// reusing the analysis of an identical text.
+func (e *Engine) Analyze(ctx context.Context, sqlText string) (*query.Analysis, error) {
+	return e.analyze(ctx, sqlText)
+}
+
 // maxCachedAnalyses bounds Engine.analyses (it is emptied when full).
 const maxCachedAnalyses = 256
 

@@ -155,12 +155,13 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 }
 
 // stopped says that a query ended because its context did (the timeout or
-// the caller), rather than with DuckDB's own message for an interrupt.
+// the caller), rather than with DuckDB's own message for an interrupt, and
+// classifies DuckDB's other errors.
 func stopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("query stopped: %w", ctx.Err())
 	}
-	return err
+	return classify(err)
 }
 
 // Next reads the next row; false at the end, at the row cap, or on error.
@@ -189,7 +190,7 @@ func (r *Rows) Next() bool {
 		ptrs[i] = &vals[i]
 	}
 	if err := r.rows.Scan(ptrs...); err != nil {
-		r.err = err
+		r.err = stopped(r.ctx, err)
 		return false
 	}
 	for i, v := range vals {

@@ -81,3 +81,7 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // Ident returns s as a quoted SQL identifier.
 func Ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// Literal returns s as a SQL string literal, for callers that build SQL
+// around values (the server's run list).
+func Literal(s string) string { return sqlString(s) }

@@ -20,17 +20,18 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/route"
 )
 
 // Generation is one published, immutable view: everything a request needs
 // to answer from one Snapshot.
 type Generation struct {
-	Snapshot *catalog.Snapshot
-	Engine   *engine.Engine
-	Reader   *engine.Reader
-	// Number counts the generations of a Runtime from 1.
-	Number  int64
-	BuiltAt time.Time
+	snap   *catalog.Snapshot
+	engine *engine.Engine
+	reader *engine.Reader
+	index  *route.Index
+	number int64 // counts the generations of a Runtime from 1
+	built  time.Time
 
 	// refs counts the references: one held by the Runtime while the
 	// generation is current, plus one per request using it. It reaches 0
@@ -44,19 +45,52 @@ type Generation struct {
 
 // ID is the Snapshot id: what responses report and ETags and page tokens
 // are bound to.
-func (g *Generation) ID() string { return g.Snapshot.ID }
+func (g *Generation) ID() string { return g.snap.ID }
+
+// Snapshot returns the generation's Snapshot.
+func (g *Generation) Snapshot() *catalog.Snapshot { return g.snap }
+
+// Number counts the generations of a Runtime from 1.
+func (g *Generation) Number() int64 { return g.number }
+
+// Built is when the generation was published.
+func (g *Generation) Built() time.Time { return g.built }
+
+// Limits are the default query limits.
+func (g *Generation) Limits() engine.Limits { return g.engine.Limits() }
+
+// Analyze validates a statement as a query over the generation would.
+func (g *Generation) Analyze(ctx context.Context, sql string) (*query.Analysis, error) {
+	return g.engine.Analyze(ctx, sql)
+}
+
+// Stream runs one read-only statement (engine.Engine.Stream).
+func (g *Generation) Stream(ctx context.Context, sql string, opts engine.QueryOptions) (*engine.Rows, error) {
+	return g.engine.Stream(ctx, sql, opts)
+}
+
+// Route decides the source routing of an analyzed statement with the
+// generation's index, building the layers it needs on first use.
+func (g *Generation) Route(ctx context.Context, an *query.Analysis) route.Decision {
+	return g.index.Route(ctx, an)
+}
+
+// Acceleration reports the routing index layers built so far and the
+// build failures cached for the generation.
+func (g *Generation) Acceleration() (built, failed []route.LayerState) { return g.index.State() }
 
 // build makes a complete generation over a Snapshot that is already built:
 // the engine and the reader. Nothing is resolved.
 func build(snap *catalog.Snapshot, parser *query.Parser, cfg engine.Config, number int64) *Generation {
 	g := &Generation{
-		Snapshot: snap,
-		Engine:   engine.New(snap, parser, cfg),
-		Reader:   engine.NewReader(snap, cfg.Limits),
-		Number:   number,
-		BuiltAt:  time.Now().UTC(),
-		memo:     map[string]any{},
+		snap:   snap,
+		engine: engine.New(snap, parser, cfg),
+		reader: engine.NewReader(snap, cfg.Limits),
+		number: number,
+		built:  time.Now().UTC(),
+		memo:   map[string]any{},
 	}
+	g.index = route.New(snap, g.engine, route.Limits{})
 	g.refs.Store(1)
 	return g
 }
@@ -82,9 +116,9 @@ func (g *Generation) release() {
 }
 
 func (g *Generation) close() {
-	g.Engine.Close()
-	g.Reader.Close()
-	g.Snapshot.Close()
+	g.engine.Close()
+	g.reader.Close()
+	g.snap.Close()
 }
 
 // Memo returns the value fn computes for key, computing it once per
@@ -123,4 +157,6 @@ func (g *Generation) Memo(ctx context.Context, key string, fn func(context.Conte
 // maxMemo bounds the memo of one generation (it is emptied when full).
 const maxMemo = 1024
 
-func (g *Generation) String() string { return fmt.Sprintf("generation %d (snapshot %s)", g.Number, g.ID()) }
+func (g *Generation) String() string {
+	return fmt.Sprintf("generation %d (snapshot %s)", g.number, g.ID())
+}

@@ -27,8 +27,9 @@ type Config struct {
 	Gate   *engine.Gate
 	Parser *query.Parser
 	Logger *slog.Logger
-	// Supervise keeps the Storyline projections of the canonical events
-	// stores of positional Datasets up to date (supervisor.go).
+	// Supervise keeps the Storyline projections of the local canonical
+	// events stores of the mounted Datasets up to date (supervisor.go):
+	// the server's one write, to the deterministic sibling projection.
 	Supervise bool
 	// SuperviseEvery is how often the supervisor looks (default 2s).
 	SuperviseEvery time.Duration
@@ -174,7 +175,7 @@ func (r *Runtime) buildAndPublish(ctx context.Context, trigger string, force boo
 	if prev != nil && prev.tryAcquire() {
 		defer prev.release()
 		rep.Previous = prev.ID()
-		opts = append(opts, catalog.Reusing(prev.Snapshot))
+		opts = append(opts, catalog.Reusing(prev.snap))
 	} else {
 		prev = nil
 	}
@@ -311,7 +312,7 @@ func (r *Runtime) Status() Status {
 	}
 	r.mu.Unlock()
 	if g := r.cur.Load(); g != nil {
-		st.Generation = g.Number
+		st.Generation = g.number
 	}
 	if r.super != nil {
 		st.Projections = r.super.states()

@@ -45,12 +45,9 @@ func newSupervisor(r *Runtime) *supervisor {
 	return &supervisor{r: r, state: map[string]*ProjectionState{}, seen: map[string]int64{}}
 }
 
-// stores lists the local canonical events stores of positional Datasets in
-// the current generation (or, at startup, in a Snapshot built for it).
+// stores lists the local canonical events stores of a Snapshot (remote
+// stores are read-only to the server).
 func (s *supervisor) stores(snap *catalog.Snapshot) []*catalog.Source {
-	if !s.r.cfg.Positional {
-		return nil
-	}
 	var out []*catalog.Source
 	for _, d := range snap.Datasets {
 		for _, src := range d.Sources {
@@ -65,9 +62,6 @@ func (s *supervisor) stores(snap *catalog.Snapshot) []*catalog.Source {
 // converge brings every projection up to date before the first Snapshot,
 // so that it starts with them selected.
 func (s *supervisor) converge(ctx context.Context) error {
-	if !s.r.cfg.Positional {
-		return nil
-	}
 	snap, err := catalog.Build(ctx, s.r.cfg.Mounts, s.r.cfg.Options)
 	if err != nil {
 		return err
@@ -111,7 +105,7 @@ func (s *supervisor) tick(ctx context.Context) {
 		return
 	}
 	published := false
-	for _, src := range s.stores(g.Snapshot) {
+	for _, src := range s.stores(g.snap) {
 		st, err := events.Open(src.Path)
 		if err != nil {
 			continue // gone: the next refresh drops it
@@ -145,7 +139,7 @@ func (s *supervisor) newStores(ctx context.Context, g *Generation) bool {
 	}
 	defer snap.Close()
 	known := map[string]bool{}
-	for _, src := range s.stores(g.Snapshot) {
+	for _, src := range s.stores(g.snap) {
 		known[src.Path] = true
 	}
 	for _, src := range s.stores(snap) {

@@ -112,9 +112,9 @@ func (b *builder) wrapperRun(top map[string]jsonx.RawMessage) []string {
 	if c, ok := format.Float(stats["instance_cost"]); ok {
 		run.ReportedCostUSD = model.Float(c)
 	}
-	run.ReportedPromptTokens = intOf(stats["tokens_sent"])
-	run.ReportedCompletionTokens = intOf(stats["tokens_received"])
-	run.ReportedStepCount = intOf(top["message_count"])
+	run.ReportedPromptTokens = format.IntOf(stats["tokens_sent"])
+	run.ReportedCompletionTokens = format.IntOf(stats["tokens_received"])
+	run.ReportedStepCount = format.IntOf(top["message_count"])
 
 	exit := format.String(info["exit_status"])
 	if exit == "" {

@@ -191,6 +191,9 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		{"claudecode/testdata/agent-a1b2c3d.jsonl", format.ClaudeCode, "jsonl"},
 		{"openhands/testdata/output.jsonl", format.OpenHands, "jsonl"},
 		{"openhands/testdata/trajectory-ipython.json", format.OpenHands, "json"},
+		{"sweagent/testdata/mini-swe-agent-2.1_toolcall.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
+		{"sweagent/testdata/mini-swe-agent-2.0_textbased_limits.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
+		{"sweagent/testdata/swe-agent-1.1_retry-attempts.traj", format.SWEAgent, "traj"},
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(tt.file))
 		n := 0

@@ -196,30 +196,6 @@ func (b *builder) finish() *model.Storyline {
 	return sl
 }
 
-// text flattens a message content value (a string or text parts).
-func text(raw jsonx.RawMessage) (*string, string) {
-	t, kind, ok := format.Content(raw)
-	if !ok {
-		return nil, format.KindText
-	}
-	return model.StrAlways(t), kind
-}
-
-// without returns obj minus keys, for the extra column (obj is not changed).
-func without(obj map[string]jsonx.RawMessage, keys ...string) map[string]jsonx.RawMessage {
-	out := make(map[string]jsonx.RawMessage, len(obj))
-outer:
-	for k, v := range obj {
-		for _, drop := range keys {
-			if k == drop {
-				continue outer
-			}
-		}
-		out[k] = v
-	}
-	return out
-}
-
 func mustJSON(v any) jsonx.RawMessage {
 	raw, _ := jsonx.Marshal(v)
 	return raw

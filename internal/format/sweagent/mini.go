@@ -56,7 +56,7 @@ func normalizeMini(top map[string]jsonx.RawMessage, src format.Source, layout st
 	}
 	mb := &miniBuilder{builder: b, re: b.actionRegexp(expr, version, "info", "config", where, "action_regex")}
 
-	keep := without(top, "messages", "instance_id", "info")
+	keep := format.Without(top, "messages", "instance_id", "info")
 	if elems, ok := format.SplitArray(top["messages"]); ok {
 		for i, raw := range elems {
 			m := format.SplitObject(raw)
@@ -74,7 +74,7 @@ func normalizeMini(top map[string]jsonx.RawMessage, src format.Source, layout st
 	b.outcome(info["exit_status"], info["submission"], nil)
 	r.AgentVersion = model.Str(version)
 	r.AgentModelName = model.Str(format.String(format.SplitObject(cfg["model"])["model_name"]))
-	rest := without(info, "exit_status", "submission", "mini_version")
+	rest := format.Without(info, "exit_status", "submission", "mini_version")
 	if stats := format.SplitObject(info["model_stats"]); stats != nil {
 		if c, ok := format.Float(stats["instance_cost"]); ok {
 			r.ReportedCostUSD = model.Float(c)
@@ -136,7 +136,7 @@ func (mb *miniBuilder) message(i int, m map[string]jsonx.RawMessage, last bool) 
 	id := strconv.Itoa(i)
 	role := format.String(m["role"])
 	st := model.Step{StepID: id}
-	st.MessageValue, st.MessageKind = text(m["content"])
+	st.MessageValue, st.MessageKind = format.ContentText(m["content"])
 	delete(m, "content")
 	ext := format.SplitObject(m["extra"])
 	switch role {
@@ -232,7 +232,7 @@ func (mb *miniBuilder) turnCalls(id string, m, ext map[string]jsonx.RawMessage, 
 				tc.ToolCallID = "action-" + id + "-" + strconv.Itoa(k)
 			}
 			tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(fn["arguments"])
-			x := without(c, "id", "function")
+			x := format.Without(c, "id", "function")
 			if format.String(c["type"]) == "function" {
 				delete(x, "type")
 			}
@@ -277,7 +277,7 @@ func (mb *miniBuilder) metrics(st *model.Step, ext map[string]jsonx.RawMessage) 
 	if c, ok := format.Float(ext["cost"]); ok {
 		st.CostUSD = model.Float(c)
 	}
-	rest := without(ext, "cost", "timestamp")
+	rest := format.Without(ext, "cost", "timestamp")
 	if resp != nil {
 		if r := format.Extra(resp, "choices", "usage", "model", "created"); r != nil {
 			rest["response"] = jsonx.RawMessage(*r)

@@ -121,7 +121,7 @@ func (b *builder) run(top map[string]jsonx.RawMessage, id string) {
 	info := format.SplitObject(top["info"])
 	b.outcome(info["exit_status"], info["submission"], nil)
 	r.AgentVersion = model.Str(format.String(info["swe_agent_version"]))
-	rest := without(info, "exit_status", "submission", "swe_agent_version")
+	rest := format.Without(info, "exit_status", "submission", "swe_agent_version")
 	if stats := format.SplitObject(info["model_stats"]); stats != nil {
 		if c, ok := format.Float(stats["instance_cost"]); ok {
 			r.ReportedCostUSD = model.Float(c)
@@ -134,7 +134,7 @@ func (b *builder) run(top map[string]jsonx.RawMessage, id string) {
 			delete(rest, "model_stats")
 		}
 	}
-	keep := without(top, "history", "trajectory", "info", "attempts")
+	keep := format.Without(top, "history", "trajectory", "info", "attempts")
 	if hist == nil && !format.IsNull(top["history"]) {
 		keep["history"] = top["history"]
 	}
@@ -296,7 +296,7 @@ func (b *builder) historyItem(h *histItem, ts *trajStep, mainAgent string) int {
 	m := h.m
 	id := strconv.Itoa(h.i)
 	st := model.Step{StepID: id, IsCopiedContext: h.demo}
-	st.MessageValue, st.MessageKind = text(m["content"])
+	st.MessageValue, st.MessageKind = format.ContentText(m["content"])
 	drop := []string{"role", "content"}
 	if a := format.String(m["agent"]); a == mainAgent {
 		drop = append(drop, "agent")
@@ -354,7 +354,7 @@ func (b *builder) historyItem(h *histItem, ts *trajStep, mainAgent string) int {
 		b.warn("unknown role "+strconv.Quote(h.role)+"; kept as a system step", "history", h.i, "role")
 		drop = drop[1:] // keep the role
 	}
-	st.Extra = format.StripExtra(format.Extra(without(m, drop...)))
+	st.Extra = format.StripExtra(format.Extra(format.Without(m, drop...)))
 	b.addStep(st)
 	return first
 }
@@ -398,7 +398,7 @@ func (b *builder) actionCalls(h *histItem, ts *trajStep) int {
 			b.warn("tool call has no function name", "history", h.i, "tool_calls", k, "function")
 		}
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(fn["arguments"])
-		x := without(c, "id", "function")
+		x := format.Without(c, "id", "function")
 		if format.String(c["type"]) == "function" {
 			delete(x, "type")
 		}
@@ -475,7 +475,7 @@ func (b *builder) trajStepBase(ts *trajStep) model.Step {
 // step (a copy of the history), is replaced by its length; an empty
 // extra_info is dropped.
 func trajExtra(m map[string]jsonx.RawMessage, skip ...string) map[string]jsonx.RawMessage {
-	out := without(m, append(skip, "action", "query")...)
+	out := format.Without(m, append(skip, "action", "query")...)
 	if q, ok := format.SplitArray(m["query"]); ok {
 		out["query_messages"] = mustJSON(len(q))
 	}

@@ -93,13 +93,7 @@ func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 // ../shared/samples/<family> is compared with testdata/golden/<name>.golden.json.
 func GoldenSamples(t *testing.T, a format.Adapter, family string, names ...string) {
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(SamplesDir(t), family, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			goldenStorylines(t, a, name, data)
-		})
+		t.Run(name, func(t *testing.T) { goldenStorylines(t, a, name, Sample(t, family, name)) })
 	}
 }
 

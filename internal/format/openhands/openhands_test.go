@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,14 +26,7 @@ var samples = []string{
 	"openhands_runtime_trajs_basic_gui_mode.json",
 }
 
-func sample(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.SamplesDir(t), "openhands", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "openhands", name) }
 
 func normalize(t testing.TB, name string, data []byte) []*model.Storyline {
 	t.Helper()
@@ -85,15 +76,7 @@ func TestFigures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.session, func(t *testing.T) {
-			var sl *model.Storyline
-			for _, s := range normalize(t, tt.file, testutil.Fixture(t, tt.file)) {
-				if s.Run.SessionID == tt.session {
-					sl = s
-				}
-			}
-			if sl == nil {
-				t.Fatalf("no Storyline %q", tt.session)
-			}
+			sl := testutil.BySession(t, normalize(t, tt.file, testutil.Fixture(t, tt.file)), tt.session)
 			var sources []string
 			for _, st := range sl.Steps {
 				sources = append(sources, st.Source)
@@ -453,15 +436,7 @@ func TestSampleFigures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.session, func(t *testing.T) {
 			layout, sls := testutil.MustNormalize(t, New(), tt.file, sample(t, tt.file))
-			var sl *model.Storyline
-			for _, s := range sls {
-				if s.Run.SessionID == tt.session {
-					sl = s
-				}
-			}
-			if sl == nil {
-				t.Fatalf("no Storyline %q", tt.session)
-			}
+			sl := testutil.BySession(t, sls, tt.session)
 			var linked int64
 			var orphans, errorCalls int
 			for _, tc := range sl.ToolCalls {

@@ -196,6 +196,29 @@ func (b *builder) finish() *model.Storyline {
 	return sl
 }
 
+// eachObject calls fn for every object element of the array raw (named
+// key in warnings): an element that is not an object is skipped, and a
+// value that is not an array is reported; it returns false then. An absent
+// value is no array and no warning.
+func (b *builder) eachObject(raw jsonx.RawMessage, key, what string, fn func(i int, m map[string]jsonx.RawMessage)) bool {
+	if format.IsNull(raw) {
+		return false
+	}
+	elems, ok := format.SplitArray(raw)
+	if !ok {
+		b.warn(key+" is not an array; kept in runs.extra", key)
+		return false
+	}
+	for i, e := range elems {
+		if m := format.SplitObject(e); m != nil {
+			fn(i, m)
+		} else {
+			b.warn(what+" is not a JSON object; skipped", key, i)
+		}
+	}
+	return true
+}
+
 func mustJSON(v any) jsonx.RawMessage {
 	raw, _ := jsonx.Marshal(v)
 	return raw

@@ -57,17 +57,10 @@ func normalizeMini(top map[string]jsonx.RawMessage, src format.Source, layout st
 	mb := &miniBuilder{builder: b, re: b.actionRegexp(expr, version, "info", "config", where, "action_regex")}
 
 	keep := format.Without(top, "messages", "instance_id", "info")
-	if elems, ok := format.SplitArray(top["messages"]); ok {
-		for i, raw := range elems {
-			m := format.SplitObject(raw)
-			if m == nil {
-				b.warn("message is not a JSON object; skipped", "messages", i)
-				continue
-			}
-			mb.message(i, m, i == len(elems)-1)
-		}
-	} else {
-		b.warn("messages is not an array; kept in runs.extra", "messages")
+	elems, _ := format.SplitArray(top["messages"])
+	if !b.eachObject(top["messages"], "messages", "message", func(i int, m map[string]jsonx.RawMessage) {
+		mb.message(i, m, i == len(elems)-1)
+	}) && !format.IsNull(top["messages"]) {
 		keep["messages"] = top["messages"]
 	}
 

@@ -41,14 +41,7 @@ func TestGolden(t *testing.T) {
 	testutil.GoldenFixtures(t, New(), fixtures...)
 }
 
-func sample(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.SamplesDir(t), "sweagent", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "sweagent", name) }
 
 // TestFigures asserts figures counted by hand (python over the JSON) from
 // each file by its producer's rules:
@@ -120,15 +113,7 @@ func TestFigures(t *testing.T) {
 				data = sample(t, tt.file)
 			}
 			_, sls := testutil.MustNormalize(t, New(), tt.file, data)
-			var sl *model.Storyline
-			for _, s := range sls {
-				if s.Run.SessionID == tt.session {
-					sl = s
-				}
-			}
-			if sl == nil {
-				t.Fatalf("no Storyline %q", tt.session)
-			}
+			sl := testutil.BySession(t, sls, tt.session)
 			bySource := map[string]int{}
 			var copied, formatErr, errorCalls int64
 			for _, st := range sl.Steps {

@@ -134,12 +134,11 @@ func (b *builder) run(top map[string]jsonx.RawMessage, id string) {
 			delete(rest, "model_stats")
 		}
 	}
-	keep := format.Without(top, "history", "trajectory", "info", "attempts")
-	if hist == nil && !format.IsNull(top["history"]) {
-		keep["history"] = top["history"]
-	}
-	if traj == nil && !format.IsNull(top["trajectory"]) {
-		keep["trajectory"] = top["trajectory"]
+	keep := format.Without(top, "info", "attempts")
+	for _, k := range []string{"history", "trajectory"} {
+		if _, isArray := format.SplitArray(top[k]); isArray || format.IsNull(top[k]) {
+			delete(keep, k) // read above; a value of another shape stays
+		}
 	}
 	if e := format.Extra(rest); e != nil {
 		keep["info"] = jsonx.RawMessage(*e)
@@ -149,48 +148,22 @@ func (b *builder) run(top map[string]jsonx.RawMessage, id string) {
 
 // historyItems reads the history; nil when it is absent or not an array.
 func (b *builder) historyItems(raw jsonx.RawMessage) []histItem {
-	if format.IsNull(raw) {
-		return nil
-	}
-	elems, ok := format.SplitArray(raw)
-	if !ok {
-		b.warn("history is not an array; kept in runs.extra", "history")
-		return nil
-	}
-	items := make([]histItem, 0, len(elems))
-	for i, e := range elems {
-		m := format.SplitObject(e)
-		if m == nil {
-			b.warn("history entry is not a JSON object; skipped", "history", i)
-			continue
-		}
+	var items []histItem
+	b.eachObject(raw, "history", "history entry", func(i int, m map[string]jsonx.RawMessage) {
 		h := histItem{i: i, m: m, role: format.String(m["role"]), action: strings.TrimSpace(format.String(m["action"]))}
 		h.calls, _ = format.SplitArray(m["tool_calls"])
 		h.demo, _ = format.Bool(m["is_demo"])
 		items = append(items, h)
-	}
+	})
 	return items
 }
 
 // trajectorySteps reads the trajectory; nil when absent or not an array.
 func (b *builder) trajectorySteps(raw jsonx.RawMessage) []trajStep {
-	if format.IsNull(raw) {
-		return nil
-	}
-	elems, ok := format.SplitArray(raw)
-	if !ok {
-		b.warn("trajectory is not an array; kept in runs.extra", "trajectory")
-		return nil
-	}
-	steps := make([]trajStep, 0, len(elems))
-	for j, e := range elems {
-		m := format.SplitObject(e)
-		if m == nil {
-			b.warn("trajectory step is not a JSON object; skipped", "trajectory", j)
-			continue
-		}
+	var steps []trajStep
+	b.eachObject(raw, "trajectory", "trajectory step", func(j int, m map[string]jsonx.RawMessage) {
 		steps = append(steps, trajStep{j: j, m: m, action: strings.TrimSpace(format.String(m["action"]))})
-	}
+	})
 	return steps
 }
 

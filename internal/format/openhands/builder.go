@@ -496,27 +496,43 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		b.recallObservation(k, cause, id, ts, st.MessageValue, ev)
 		return
 	}
+	status := model.ResultOK
+	if ok, known := format.Bool(ev["success"]); obs == "error" || nonZeroExit(extras) || known && !ok {
+		status = model.ResultError
+	}
 	idx, linked := b.calls[cause]
-	if cause != "" && linked {
+	switch {
+	case cause != "" && linked:
 		b.answer(cause)
 		tc := &b.sl.ToolCalls[idx]
-		status := model.ResultOK
-		if ok, known := format.Bool(ev["success"]); obs == "error" || nonZeroExit(extras) || known && !ok {
-			status = model.ResultError
-		}
-		tc.Result, tc.ResultStatus, tc.ResultLink = st.MessageValue, status, model.LinkByID
+		tc.Result, tc.ResultStatus, tc.ResultLink = orEmpty(st.MessageValue), status, model.LinkByID
 		if legacy && format.String(ev["cause"]) == "" {
 			tc.ResultLink = linkByOrder
-		}
-		if tc.Result == nil {
-			tc.Result = model.StrAlways("")
 		}
 		tc.ResultStepID = model.Str(id)
 		// The observation repeats its action's tool_call_metadata: not kept twice.
 		if m, ok := ev["tool_call_metadata"]; ok && string(m) == string(b.meta[idx]) {
 			delete(ev, "tool_call_metadata")
 		}
-	} else {
+	case !b.answered[cause] && !b.seen[cause] && (cause != "" || legacy) && isToolResult(obs, ev):
+		// A tool's result whose action is not in the file: kept as a call
+		// of its own.
+		meta := format.SplitObject(ev["tool_call_metadata"])
+		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"]),
+			Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
+		if tc.ToolCallID == "" {
+			tc.ToolCallID = "oh-" + id
+		}
+		if tc.FunctionName == "" {
+			tc.FunctionName = obs
+		}
+		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
+		what := "observation cause " + strconv.Quote(cause) + " names no earlier event"
+		if cause == "" {
+			what = "observation follows no action waiting for it"
+		}
+		b.warn(what+"; its result is kept as an orphan call", at(i, "cause")...)
+	default:
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
 		if m := format.String(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
 			st.MessageValue = model.StrAlways(m)
@@ -532,6 +548,17 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	dropMessage(ev, st.MessageValue)
 	st.Extra = format.StripExtra(format.Extra(ev))
 	b.sl.Steps = append(b.sl.Steps, st)
+}
+
+// toolObservations are the V0 observations that are a tool's result.
+var toolObservations = map[string]bool{"run": true, "run_ipython": true, "read": true, "write": true, "edit": true,
+	"browse": true, "think": true, "mcp": true, "delegate": true, "download": true, "task_tracking": true}
+
+// isToolResult: an observation that answers a tool call (its own
+// tool_call_metadata says so, or its type is a tool's).
+func isToolResult(obs string, ev map[string]jsonx.RawMessage) bool {
+	_, hasMeta := ev["tool_call_metadata"]
+	return hasMeta || toolObservations[obs]
 }
 
 // answer marks the call of action event eventID answered.

@@ -242,6 +242,11 @@ func TestEdgeCases(t *testing.T) {
 					tc.ResultStatus != model.ResultError || model.Deref(tc.ResultStepID) != "1#2" {
 					t.Errorf("call %+v", tc)
 				}
+				// The run observation whose cause is missing keeps its result.
+				if o := sl.ToolCalls[1]; o.StepID != "1" || o.FunctionName != "run" || o.ResultLink != linkOrphan || model.Deref(o.Result) != "?" ||
+					sl.Steps[1].Source != model.SourceTool {
+					t.Errorf("orphan %+v step %+v", o, sl.Steps[1])
+				}
 				if !strings.Contains(model.Deref(sl.Run.Extra), `"invalid_events":[1]`) {
 					t.Errorf("run extra %s", model.Deref(sl.Run.Extra))
 				}

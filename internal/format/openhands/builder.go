@@ -48,10 +48,9 @@ type loc struct {
 
 // builder accumulates one Storyline.
 type builder struct {
-	src    format.Source
-	layout string
-	loc    loc
-	sl     *model.Storyline
+	src format.Source
+	loc loc
+	sl  *model.Storyline
 	// calls maps an action event id to its tool call index, while it
 	// waits for its observation; answered ids move to answered. callIDs
 	// does the same by tool call id (V1 observations name both).
@@ -74,7 +73,7 @@ type builder struct {
 }
 
 func newBuilder(src format.Source, layout string, l loc) *builder {
-	return &builder{src: src, layout: layout, loc: l,
+	return &builder{src: src, loc: l,
 		sl:    &model.Storyline{Run: model.Run{SourceFormat: format.OpenHands + "/" + layout}},
 		calls: map[string]int{}, callIDs: map[string]int{}, answered: map[string]bool{}, recalls: map[string]int{},
 		seen: map[string]bool{}, meta: map[int]json.RawMessage{}, stepIDs: map[string]bool{}, counted: map[string]string{}}

@@ -41,14 +41,12 @@ var notSteps = map[string]bool{"ConversationStateUpdateEvent": true, "TokenEvent
 
 // v1State is what a V1 event stream says about the run as a whole.
 type v1State struct {
-	counts    map[string]int
-	state     map[string]jsonx.RawMessage // last value per state key
-	errored   bool
-	anyEvents bool
+	counts  map[string]int
+	state   map[string]jsonx.RawMessage // last value per state key
+	errored bool
 }
 
 func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at func(int, ...any) []any) {
-	b.v1.anyEvents = true
 	if notSteps[kind] {
 		if b.v1.counts == nil {
 			b.v1.counts = map[string]int{}

@@ -28,6 +28,7 @@ const (
 	Canonical  = "canonical"
 	ClaudeCode = "claude-code"
 	OpenHands  = "openhands"
+	SWEAgent   = "swe-agent" // SWE-agent and mini-swe-agent
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -184,6 +184,16 @@ func Content(raw json.RawMessage) (text string, kind string, ok bool) {
 	return string(raw), KindText, true
 }
 
+// ContentText is Content for a step's message_value: the text (nil for
+// null/absent content) and its message kind.
+func ContentText(raw json.RawMessage) (*string, string) {
+	t, kind, ok := Content(raw)
+	if !ok {
+		return nil, KindText
+	}
+	return &t, kind
+}
+
 // textParts returns the texts of parts when every part is a text part
 // ({type: text|input_text|output_text, text} or a bare {text}).
 func textParts(parts []map[string]json.RawMessage) ([]string, bool) {
@@ -283,6 +293,19 @@ outer:
 	b.WriteByte('}')
 	s := b.String()
 	return &s
+}
+
+// Without returns a copy of obj without keys, for building what goes to an
+// extra column.
+func Without(obj map[string]json.RawMessage, keys ...string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
 }
 
 // MergeExtra adds key=value (JSON) into an extra object (nil = empty).

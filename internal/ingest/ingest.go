@@ -19,6 +19,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
+	"github.com/pchronicle/pchronicle/internal/format/sweagent"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -49,8 +50,12 @@ func (o Options) detectionBytes() int64 {
 // uuid) match none of the other adapters; it sits before OpenAI, whose
 // shapes are the most generic. OpenHands (a history of events with id +
 // source + action/observation and no role) also sits before OpenAI, whose
-// wrapped layout would otherwise see an object with history.
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), openai.New()}
+// wrapped layout would otherwise see an object with history. SWE-agent and
+// mini-swe-agent documents (a trajectory of actions, a history of role
+// messages naming their agent, info.mini_version) come before OpenAI too:
+// a mini-swe-agent file is also an object wrapping messages. They never
+// look like OpenHands events (those have no role).
+var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), sweagent.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -100,9 +105,10 @@ func explain(p *format.Probe) string {
 		hint = fmt.Sprintf(" (the first value does not end within the %d-byte detection limit)", len(p.Prefix))
 	}
 	return fmt.Sprintf("%s with keys [%s] matches no supported format%s; expected ATIF (schema_version + agent + steps), "+
-		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
+		"OpenAI messages (messages / conversations, role messages, Responses items, Codex rollout type+payload), "+
 		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
 		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
+		"SWE-agent .traj (trajectory of actions, history of role messages with agent/message_type) or mini-swe-agent (info.mini_version, trajectory_format), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

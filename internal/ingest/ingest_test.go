@@ -19,7 +19,8 @@ import (
 // family, produce at least one Storyline, and have unique session ids.
 func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 	root := testutil.SamplesDir(t)
-	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF}
+	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF,
+		"sweagent": format.SWEAgent, "openhands": format.OpenHands}
 	for _, rel := range testutil.SampleFiles(t) {
 		t.Run(rel, func(t *testing.T) {
 			family := strings.SplitN(rel, "/", 2)[0]
@@ -190,6 +191,9 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		{"claudecode/testdata/agent-a1b2c3d.jsonl", format.ClaudeCode, "jsonl"},
 		{"openhands/testdata/output.jsonl", format.OpenHands, "jsonl"},
 		{"openhands/testdata/trajectory-ipython.json", format.OpenHands, "json"},
+		{"sweagent/testdata/mini-swe-agent-2.1_toolcall.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
+		{"sweagent/testdata/mini-swe-agent-2.0_textbased_limits.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
+		{"sweagent/testdata/swe-agent-1.1_retry-attempts.traj", format.SWEAgent, "traj"},
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(tt.file))
 		n := 0

@@ -85,20 +85,30 @@ func Fixture(t testing.TB, name string) []byte {
 // fixture's name without .json/.jsonl).
 func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			_, sls := MustNormalize(t, a, name, Fixture(t, name))
-			out := make([]GoldenStoryline, len(sls))
-			for i, sl := range sls {
-				out[i] = NewGoldenStoryline(sl)
-			}
-			got, err := json.MarshalIndent(out, "", " ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
-			Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
-		})
+		t.Run(name, func(t *testing.T) { goldenStorylines(t, a, name, Fixture(t, name)) })
 	}
+}
+
+// GoldenSamples is GoldenFixtures for public samples: each named file of
+// ../shared/samples/<family> is compared with testdata/golden/<name>.golden.json.
+func GoldenSamples(t *testing.T, a format.Adapter, family string, names ...string) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { goldenStorylines(t, a, name, Sample(t, family, name)) })
+	}
+}
+
+func goldenStorylines(t *testing.T, a format.Adapter, name string, data []byte) {
+	_, sls := MustNormalize(t, a, name, data)
+	out := make([]GoldenStoryline, len(sls))
+	for i, sl := range sls {
+		out[i] = NewGoldenStoryline(sl)
+	}
+	got, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
+	Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
 }
 
 // OrMinus1 is an optional count for comparisons in figure tests: -1 when

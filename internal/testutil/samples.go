@@ -43,6 +43,16 @@ func SamplesDir(t testing.TB) string {
 	return dir
 }
 
+// Sample reads the public sample <family>/<name>.
+func Sample(t testing.TB, family, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(SamplesDir(t), family, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // SampleFiles lists every trajectory file under the samples directory,
 // relative to it, in path order.
 func SampleFiles(t testing.TB) []string {

@@ -253,7 +253,7 @@ func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) 
 	if format.IsNull(usageRaw) {
 		usageRaw = resp["usage"]
 	}
-	applyUsage(st, parseUsage(usageRaw))
+	format.ParseUsage(usageRaw).Apply(st)
 	if c, ok := format.Float(ext["cost"]); ok {
 		st.CostUSD = model.Float(c)
 	}

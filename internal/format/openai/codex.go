@@ -180,15 +180,15 @@ func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
 	if !format.IsNull(total) {
 		ro.lastTotal = total
 	}
-	u := parseUsage(info["last_token_usage"])
-	if u.empty() {
+	u := format.ParseUsage(info["last_token_usage"])
+	if u.Empty() {
 		return
 	}
 	if ro.pendingAgent < 0 {
 		ro.b.warnAt(at, "token_count follows no agent step without usage; per-call usage not attributed", "payload", "info", "last_token_usage")
 		return
 	}
-	applyUsage(&ro.b.sl.Steps[ro.pendingAgent], u)
+	u.Apply(&ro.b.sl.Steps[ro.pendingAgent])
 	ro.pendingAgent = -1
 }
 
@@ -202,8 +202,8 @@ func (ro *rollout) finish(src format.Source) *model.Storyline {
 		run.StartedAt = ro.firstTS
 	}
 	run.EndedAt = ro.lastTS
-	total := parseUsage(ro.lastTotal)
-	run.ReportedPromptTokens, run.ReportedCompletionTokens, run.ReportedCachedTokens = total.prompt, total.completion, total.cached
+	total := format.ParseUsage(ro.lastTotal)
+	run.ReportedPromptTokens, run.ReportedCompletionTokens, run.ReportedCachedTokens = total.Prompt, total.Completion, total.Cached
 	switch {
 	case ro.done > ro.started && ro.done > ro.abort:
 		run.Status = model.StatusCompleted

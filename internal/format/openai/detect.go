@@ -1,6 +1,9 @@
 package openai
 
-import "github.com/pchronicle/pchronicle/internal/format"
+import (
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/sweagent"
+)
 
 // rolloutTypes are the envelope types of Codex rollout lines.
 var rolloutTypes = map[string]bool{
@@ -72,7 +75,7 @@ func detectDocument(o *format.Obj) (string, bool) {
 		return layoutCodex, true
 	case o.Has("payload") && rolloutTypes[o.Str("type")]:
 		return layoutCodex, true // a rollout of a single line
-	case o.Has("messages") || (o.Has("history") && (o.Has("info") || o.Has("trajectory"))):
+	case o.Has("messages") && !sweagent.IsMiniSWEAgent(o): // mini-swe-agent has its own adapter
 		return layoutWrapped, true
 	case isItem(o), o.Str("object") == "response" && o.Has("output"):
 		return layoutResponses, true

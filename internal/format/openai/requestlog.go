@@ -117,7 +117,7 @@ func (b *builder) response(top map[string]jsonx.RawMessage, next int, l loc) *st
 		}
 	}
 	if len(b.sl.Steps) > first {
-		applyUsage(&b.sl.Steps[first], parseUsage(body["usage"]))
+		format.ParseUsage(body["usage"]).Apply(&b.sl.Steps[first])
 	}
 	extra := format.Extra(body, "choices", "usage", "model", "created")
 	if batch {

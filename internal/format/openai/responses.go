@@ -288,7 +288,7 @@ func (b *builder) responseDocument(top map[string]jsonx.RawMessage) {
 	b.items(items, loc{ptr: "/output"}, model.Str(modelName))
 	for i := len(b.sl.Steps) - 1; i >= 0; i-- {
 		if b.sl.Steps[i].Source == model.SourceAgent {
-			applyUsage(&b.sl.Steps[i], parseUsage(top["usage"]))
+			format.ParseUsage(top["usage"]).Apply(&b.sl.Steps[i])
 			break
 		}
 	}

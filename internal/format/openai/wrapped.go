@@ -49,17 +49,13 @@ func fileID(src format.Source) string {
 // wrappedIDKeys are the wrapper keys taken as the Storyline's id.
 var wrappedIDKeys = []string{"instance_id", "task_id", "session_id", "conversation_id", "id", "run_id"}
 
-// normalizeWrapped reads one object wrapping a message list (messages or
-// history) with metadata: mini-swe-agent trajectories, "openai-chat"
-// exports, SWE-agent .traj files and the like.
+// normalizeWrapped reads one object wrapping a message list with metadata,
+// such as "openai-chat" exports. (SWE-agent and mini-swe-agent files have
+// their own adapter, internal/format/sweagent.)
 func normalizeWrapped(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
 	top, err := readDocument(r, src)
 	if err != nil {
 		return err
-	}
-	msgKey := "messages"
-	if _, ok := top[msgKey]; !ok {
-		msgKey = "history"
 	}
 	b := newBuilder(layoutWrapped, loc{})
 	idKey, id := firstString(top, wrappedIDKeys...)
@@ -67,95 +63,29 @@ func normalizeWrapped(ctx context.Context, r io.Reader, src format.Source, emit 
 		id = fileID(src)
 	}
 	b.sl.Run.RunID, b.sl.Run.SessionID = id, id
-	b.chatMessages(top[msgKey], 0, loc{ptr: format.Pointer(msgKey)})
+	b.chatMessages(top["messages"], 0, loc{ptr: format.Pointer("messages")})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	mapped := b.wrapperRun(top)
-	b.sl.Run.Extra = format.Extra(top, append(mapped, msgKey, idKey)...)
+	b.sl.Run.Extra = format.Extra(top, append(mapped, "messages", idKey)...)
 	return emit(b.finish(src.File))
 }
 
 // wrapperRun maps wrapper metadata to run columns and returns the top-level
-// keys it fully consumed. info is kept in extra as a whole: it is partly
-// mapped, and its other members (config, submission) matter to readers.
+// keys it consumed.
 func (b *builder) wrapperRun(top map[string]jsonx.RawMessage) []string {
 	run := &b.sl.Run
 	var mapped []string
-	var info, stats, config, cfgModel map[string]jsonx.RawMessage
-	_ = jsonx.Unmarshal(top["info"], &info)
-	_ = jsonx.Unmarshal(info["model_stats"], &stats)
-	_ = jsonx.Unmarshal(info["config"], &config)
-	_ = jsonx.Unmarshal(config["model"], &cfgModel)
-
-	traj := format.String(top["trajectory_format"])
-	switch {
-	case format.String(top["agent"]) != "":
-		run.AgentName = model.Str(format.String(top["agent"]))
+	if a, ok := stringValue(top["agent"]); ok {
+		run.AgentName = model.Str(a)
 		mapped = append(mapped, "agent")
-	case strings.HasPrefix(traj, "mini-swe-agent") || info["mini_version"] != nil:
-		run.AgentName = model.Str("mini-swe-agent")
-	case top["trajectory"] != nil && top["history"] != nil:
-		run.AgentName = model.Str("swe-agent")
-	case format.String(config["agent_type"]) != "":
-		run.AgentName = model.Str(format.String(config["agent_type"]))
 	}
-	_, version := firstString(info, "mini_version", "swe_agent_version", "version")
-	run.AgentVersion = model.Str(version)
 	if m, ok := stringValue(top["model"]); ok {
 		run.AgentModelName = model.Str(m)
 		mapped = append(mapped, "model")
-	} else if _, m := firstString(cfgModel, "model_name", "name"); m != "" {
-		run.AgentModelName = model.Str(m)
 	}
-
-	if c, ok := format.Float(stats["instance_cost"]); ok {
-		run.ReportedCostUSD = model.Float(c)
-	}
-	run.ReportedPromptTokens = intOf(stats["tokens_sent"])
-	run.ReportedCompletionTokens = intOf(stats["tokens_received"])
-	run.ReportedStepCount = intOf(top["message_count"])
-
-	exit := format.String(info["exit_status"])
-	if exit == "" {
-		exit = b.exitMessageStatus()
-	}
-	run.Status = exitStatus(exit)
+	run.ReportedStepCount = format.IntOf(top["message_count"])
+	run.Status = model.StatusUnknown
 	return mapped
-}
-
-// exitMessageStatus returns the exit status a mini-swe-agent "exit" message
-// carries in its extra, when info has none.
-func (b *builder) exitMessageStatus() string {
-	for i := len(b.sl.Steps) - 1; i >= 0; i-- {
-		var extra struct {
-			Role  string `json:"role"`
-			Extra struct {
-				ExitStatus string `json:"exit_status"`
-			} `json:"extra"`
-		}
-		if e := b.sl.Steps[i].Extra; e != nil && jsonx.Unmarshal([]byte(*e), &extra) == nil && extra.Role == "exit" {
-			return extra.Extra.ExitStatus
-		}
-	}
-	return ""
-}
-
-// exitStatus maps an agent's exit status: a submission completed the task;
-// hitting a cost, step, time or context limit truncated it; anything else
-// is an error.
-func exitStatus(s string) string {
-	l := strings.ToLower(s)
-	switch {
-	case l == "":
-		return model.StatusUnknown
-	case strings.Contains(l, "submitted"):
-		return model.StatusCompleted
-	case strings.Contains(l, "limit"), strings.Contains(l, "cost"), strings.Contains(l, "timeout"),
-		strings.Contains(l, "context"), strings.Contains(l, "time"):
-		return model.StatusTruncated
-	case strings.Contains(l, "cancel"), strings.Contains(l, "interrupt"):
-		return model.StatusCancelled
-	}
-	return model.StatusError
 }

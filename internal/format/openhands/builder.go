@@ -14,27 +14,51 @@ import (
 // defaultAgent is runs.agent_name when metadata.agent_class is absent.
 const defaultAgent = "openhands"
 
-// noCallActions are actions that give a step but no tool call: messages,
-// the system prompt, the final answer and agent-state changes answer to no
-// observation.
-var noCallActions = map[string]bool{"message": true, "system": true, "finish": true, "change_agent_state": true, "null": true}
+// Result links this adapter adds to model.LinkByID.
+const (
+	linkByOrder = "order"  // legacy events carry no cause: the observation answers the latest waiting call
+	linkInline  = "inline" // finish has no observation: its final thought is its result
+	linkOrphan  = "orphan" // the observation's action is not in the file
+)
+
+// noCallActions are V0 actions that are not tool calls: conversation and
+// control events (message, system prompt, agent state, pause/resume/stop),
+// memory management (condensation) and recall, a knowledge lookup the
+// controller issues for each user message. An action with
+// tool_call_metadata is always a call: the model called a tool.
+var noCallActions = map[string]bool{
+	"message": true, "system": true, "recall": true, "change_agent_state": true, "null": true,
+	"pause": true, "resume": true, "stop": true, "condensation": true, "condensation_request": true,
+}
+
+// actionEnvelope and observationEnvelope are the members of a V0 event
+// that are not action args or observation extras; legacy events inline
+// their args and extras beside them.
+var (
+	actionEnvelope      = []string{"id", "timestamp", "source", "message", "action", "cause", "timeout", "tool_call_metadata", "llm_metrics", "args"}
+	observationEnvelope = []string{"id", "timestamp", "source", "message", "observation", "cause", "tool_call_metadata", "content", "extras", "success"}
+)
 
 // loc says where the Storyline's data sits: its line (jsonl), or 0 for a
-// json document; warnings add a JSON pointer inside it.
+// json document; warnings add a JSON pointer inside it. The event stream
+// layout moves it to each event's line.
 type loc struct {
 	line int64
 }
 
 // builder accumulates one Storyline.
 type builder struct {
-	src    format.Source
-	layout string
-	loc    loc
-	sl     *model.Storyline
+	src format.Source
+	loc loc
+	sl  *model.Storyline
 	// calls maps an action event id to its tool call index, while it
-	// waits for its observation; answered ids move to answered.
+	// waits for its observation; answered ids move to answered. callIDs
+	// does the same by tool call id (V1 observations name both).
 	calls    map[string]int
+	callIDs  map[string]int
 	answered map[string]bool
+	waiting  []string // event ids of waiting calls, oldest first (legacy linking)
+	recalls  map[string]int
 	seen     map[string]bool // ids of every event seen (for cause checks)
 	meta     map[int]json.RawMessage
 	stepIDs  map[string]bool
@@ -42,13 +66,17 @@ type builder struct {
 	finished bool
 	invalid  []json.RawMessage
 	anyModel string
+	v1       v1State
+	// agentSpoke: a legacy event without source after an agent action is
+	// the agent's.
+	agentSpoke bool
 }
 
 func newBuilder(src format.Source, layout string, l loc) *builder {
-	return &builder{src: src, layout: layout, loc: l,
+	return &builder{src: src, loc: l,
 		sl:    &model.Storyline{Run: model.Run{SourceFormat: format.OpenHands + "/" + layout}},
-		calls: map[string]int{}, answered: map[string]bool{}, seen: map[string]bool{},
-		meta: map[int]json.RawMessage{}, stepIDs: map[string]bool{}, counted: map[string]string{}}
+		calls: map[string]int{}, callIDs: map[string]int{}, answered: map[string]bool{}, recalls: map[string]int{},
+		seen: map[string]bool{}, meta: map[int]json.RawMessage{}, stepIDs: map[string]bool{}, counted: map[string]string{}}
 }
 
 func (b *builder) warn(msg string, parts ...any) {
@@ -87,7 +115,7 @@ func (b *builder) identity(ids idSet, dataID, derived string) {
 // the steps; every other member goes to runs.extra, and some also to
 // columns.
 func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived string) {
-	b.identity(ids, format.String(obj["instance_id"]), derived)
+	b.identity(ids, recordID(obj), derived)
 	r := &b.sl.Run
 	if elems, isArray := format.SplitArray(obj["history"]); isArray {
 		b.events(elems, "history")
@@ -102,8 +130,11 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived str
 		if a := format.String(meta["agent_class"]); a != "" {
 			r.AgentName = model.Str(a)
 		}
-		if llm := format.SplitObject(meta["llm_config"]); llm != nil {
-			r.AgentModelName = model.Str(format.String(llm["model"]))
+		// V0 names the model in llm_config, V1 (benchmarks) in llm.
+		for _, k := range []string{"llm_config", "llm"} {
+			if m := format.String(format.SplitObject(meta[k])["model"]); m != "" && r.AgentModelName == nil {
+				r.AgentModelName = model.Str(m)
+			}
 		}
 	}
 	if m := format.SplitObject(obj["metrics"]); m != nil {
@@ -111,21 +142,30 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived str
 			r.ReportedCostUSD = model.Float(c)
 		}
 		if u := format.SplitObject(m["accumulated_token_usage"]); u != nil {
-			if v, ok := format.Int(u["prompt_tokens"]); ok {
-				r.ReportedPromptTokens = model.Int(v)
-			}
-			if v, ok := format.Int(u["completion_tokens"]); ok {
-				r.ReportedCompletionTokens = model.Int(v)
-			}
-			if v, ok := format.Int(u["cache_read_tokens"]); ok {
-				r.ReportedCachedTokens = model.Int(v)
-			}
+			r.ReportedPromptTokens = format.IntOf(u["prompt_tokens"])
+			r.ReportedCompletionTokens = format.IntOf(u["completion_tokens"])
+			r.ReportedCachedTokens = format.IntOf(u["cache_read_tokens"])
 		}
 	}
 	if raw, ok := obj["error"]; ok && !format.IsNull(raw) && format.String(raw) != "" {
 		r.Status = model.StatusError
 	}
+	b.outcome(obj)
 	r.Extra = format.StripExtra(format.Extra(obj))
+}
+
+// recordID is the line's instance_id, else a resolver line's issue as
+// owner/repo#number.
+func recordID(obj map[string]jsonx.RawMessage) string {
+	if id := format.String(obj["instance_id"]); id != "" {
+		return id
+	}
+	issue := format.SplitObject(obj["issue"])
+	owner, repo, number := format.String(issue["owner"]), format.String(issue["repo"]), format.String(issue["number"])
+	if owner == "" || repo == "" || number == "" {
+		return ""
+	}
+	return owner + "/" + repo + "#" + number
 }
 
 // events maps the event list; ptr names it in warnings ("" for a
@@ -148,47 +188,23 @@ func (b *builder) events(elems [][]byte, ptr string) {
 	}
 }
 
+// event maps one event of either generation: V1 (software-agent-sdk)
+// events are typed by kind, V0 events by an action or observation name.
 func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...any) []any) {
-	id := ""
-	if v, ok := format.Int(ev["id"]); ok {
-		id = strconv.FormatInt(v, 10)
-	} else if s := format.String(ev["id"]); s != "" {
-		id = s
-	}
-	if id == "" {
-		id = "event-" + strconv.Itoa(i)
-		b.warn("event has no id; step id "+strconv.Quote(id), at(i, "id")...)
-	} else {
-		delete(ev, "id")
-	}
-	eventID := id
-	if b.stepIDs[id] {
-		b.warn("event id "+strconv.Quote(id)+" repeats an earlier event; the step id gets a #n suffix", at(i, "id")...)
-		for k := 2; ; k++ {
-			if c := id + "#" + strconv.Itoa(k); !b.stepIDs[c] {
-				id = c
-				break
-			}
-		}
-	}
-	b.stepIDs[id] = true
-	var ts *time.Time
-	if raw, ok := ev["timestamp"]; ok {
-		if t, ok := format.Time(raw); ok {
-			ts = model.Time(t)
-			delete(ev, "timestamp")
-		} else if !format.IsNull(raw) {
-			b.warn("timestamp is not a timestamp; kept in the step extra", at(i, "timestamp")...)
-		}
+	if kind, ok := v1Kind(ev); ok {
+		b.v1Event(i, kind, ev, at)
+		return
 	}
 	_, isAction := ev["action"]
 	_, isObs := ev["observation"]
+	legacy := isLegacy(ev)
+	id, eventID, ts := b.eventIdentity(i, ev, at, !legacy)
 	switch {
 	case isAction:
-		b.action(i, id, eventID, ts, ev, at)
+		b.action(i, id, eventID, ts, ev, at, legacy)
 		b.seen[eventID] = true
 	case isObs:
-		b.observation(i, id, ts, ev, at)
+		b.observation(i, id, ts, ev, at, legacy)
 		b.seen[eventID] = true
 	default:
 		b.warn("event has neither action nor observation; kept as a system step", at(i)...)
@@ -202,6 +218,53 @@ func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...a
 	}
 }
 
+// isLegacy recognizes the flat form of early OpenHands histories (the
+// resolver's output): no id and no source, args and extras inlined.
+func isLegacy(ev map[string]jsonx.RawMessage) bool {
+	_, hasID := ev["id"]
+	_, hasSource := ev["source"]
+	return !hasID && !hasSource
+}
+
+// eventIdentity takes the event's id (as step id, made unique) and
+// timestamp out of ev. An event without id gets event-<index>, with a
+// warning when warnMissing.
+func (b *builder) eventIdentity(i int, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, warnMissing bool) (id, eventID string, ts *time.Time) {
+	if v, ok := format.Int(ev["id"]); ok {
+		id = strconv.FormatInt(v, 10)
+	} else if s := format.String(ev["id"]); s != "" {
+		id = s
+	}
+	if id == "" {
+		id = "event-" + strconv.Itoa(i)
+		if warnMissing {
+			b.warn("event has no id; step id "+strconv.Quote(id), at(i, "id")...)
+		}
+	} else {
+		delete(ev, "id")
+	}
+	eventID = id
+	if b.stepIDs[id] {
+		b.warn("event id "+strconv.Quote(id)+" repeats an earlier event; the step id gets a #n suffix", at(i, "id")...)
+		for k := 2; ; k++ {
+			if c := id + "#" + strconv.Itoa(k); !b.stepIDs[c] {
+				id = c
+				break
+			}
+		}
+	}
+	b.stepIDs[id] = true
+	if raw, ok := ev["timestamp"]; ok {
+		if t, ok := format.Time(raw); ok {
+			ts = model.Time(t)
+			delete(ev, "timestamp")
+		} else if !format.IsNull(raw) {
+			b.warn("timestamp is not a timestamp; kept in the step extra", at(i, "timestamp")...)
+		}
+	}
+	return id, eventID, ts
+}
+
 // source maps an event source to a step source.
 func source(s string) string {
 	switch s {
@@ -213,13 +276,46 @@ func source(s string) string {
 	return model.SourceSystem
 }
 
-func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any) {
+// inlined moves the members of a legacy event that are not envelope keys
+// into an object, as the current form nests them in args / extras.
+func inlined(ev map[string]jsonx.RawMessage, envelope []string) map[string]jsonx.RawMessage {
+	out := map[string]jsonx.RawMessage{}
+outer:
+	for k, v := range ev {
+		for _, e := range envelope {
+			if k == e {
+				continue outer
+			}
+		}
+		out[k] = v
+		delete(ev, k)
+	}
+	return out
+}
+
+func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
 	action := format.String(ev["action"])
 	src := format.String(ev["source"])
-	args := format.SplitObject(ev["args"])
-	_, argsPresent := ev["args"]
-	if args == nil && argsPresent && !format.IsNull(ev["args"]) {
-		b.warn("args is not an object; kept in the step extra", at(i, "args")...)
+	if legacy {
+		// Legacy events name no source: the task message comes first,
+		// everything after the agent's first action is the agent's.
+		src = "user"
+		if action != "message" || b.agentSpoke {
+			src = "agent"
+		}
+	}
+	if src == "agent" && action != "message" {
+		b.agentSpoke = true
+	}
+	var args map[string]jsonx.RawMessage
+	argsRaw, argsPresent := ev["args"]
+	if argsPresent {
+		args = format.SplitObject(argsRaw)
+		if args == nil && !format.IsNull(argsRaw) {
+			b.warn("args is not an object; kept in the step extra", at(i, "args")...)
+		}
+	} else if legacy {
+		args = inlined(ev, actionEnvelope)
 	}
 	st := model.Step{StepID: id, Source: source(src), MessageKind: format.KindText, Timestamp: ts}
 	// text takes the first non-empty args member among keys, else message.
@@ -239,7 +335,8 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 	}
 	meta := format.SplitObject(ev["tool_call_metadata"])
 	countedOn := b.usage(&st, meta)
-	call := !noCallActions[action]
+	call := !noCallActions[action] || meta != nil
+	var finalThought string
 	switch action {
 	case "message":
 		text("content")
@@ -248,13 +345,29 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		text("content")
 	case "finish":
 		st.Source = model.SourceAgent
-		text("final_thought", "thought")
+		// Its result: the final thought, else the outputs, else (before
+		// final_thought existed) the thought.
+		finalThought = format.String(args["final_thought"])
+		if out := format.Extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
+			finalThought = *out
+		}
+		if finalThought == "" {
+			finalThought = format.String(args["thought"])
+		}
+		raw, had := args["final_thought"]
+		text("thought", "final_thought")
+		if _, kept := args["final_thought"]; had && !kept {
+			args["final_thought"] = raw // the step text, and the call's argument too
+		}
 		b.finished = true
 	case "change_agent_state", "null":
 		st.MessageKind = "system_op"
 		text()
 	default:
 		text("thought")
+	}
+	if action == "recall" {
+		b.recalls[eventID] = len(b.sl.Steps)
 	}
 	if call {
 		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"])}
@@ -274,7 +387,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 			}
 			tc.Arguments, tc.ArgumentsValid = model.StrAlways(a), true
 		} else {
-			tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(ev["args"])
+			tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(argsRaw)
 		}
 		delete(ev, "args")
 		if meta != nil {
@@ -290,7 +403,13 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		if st.MessageValue == nil {
 			st.MessageKind = "tool_calls_only"
 		}
-		b.calls[eventID] = len(b.sl.ToolCalls) // a later action with the same id takes over
+		if action == "finish" {
+			// finish has no observation: the final thought is its result.
+			tc.Result, tc.ResultStatus, tc.ResultLink = model.StrAlways(finalThought), model.ResultOK, linkInline
+		} else {
+			b.calls[eventID] = len(b.sl.ToolCalls) // a later action with the same id takes over
+			b.waiting = append(b.waiting, eventID)
+		}
 		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
 	} else if args != nil {
 		if e := format.Extra(args); e != nil {
@@ -316,10 +435,11 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // usage applies tool_call_metadata.model_response to an action step:
-// model → model_name; usage prompt_tokens / completion_tokens /
-// prompt_tokens_details.cached_tokens → token columns, counted once per
-// model_response id: a later step of the same response gets no tokens and
-// returns the step id they were counted on.
+// model → model_name; usage (prompt_tokens, completion_tokens,
+// prompt_tokens_details.cached_tokens, completion_tokens_details
+// reasoning_tokens) → token columns, counted once per model_response id: a
+// later step of the same response gets no tokens and returns the step id
+// they were counted on.
 func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (countedOn string) {
 	resp := format.SplitObject(meta["model_response"])
 	if resp == nil {
@@ -331,8 +451,7 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 			b.anyModel = m
 		}
 	}
-	u := format.SplitObject(resp["usage"])
-	if u == nil {
+	if format.SplitObject(resp["usage"]) == nil {
 		return ""
 	}
 	if rid := format.String(resp["id"]); rid != "" {
@@ -341,26 +460,13 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 		}
 		b.counted[rid] = st.StepID
 	}
-	if v, ok := format.Int(u["prompt_tokens"]); ok {
-		st.PromptTokens = model.Int(v)
-	}
-	if v, ok := format.Int(u["completion_tokens"]); ok {
-		st.CompletionTokens = model.Int(v)
-	}
-	if d := format.SplitObject(u["prompt_tokens_details"]); d != nil {
-		if v, ok := format.Int(d["cached_tokens"]); ok {
-			st.CachedTokens = model.Int(v)
-		}
-	}
-	if d := format.SplitObject(u["completion_tokens_details"]); d != nil {
-		if v, ok := format.Int(d["reasoning_tokens"]); ok {
-			st.ReasoningTokens = model.Int(v)
-		}
-	}
+	u := format.ParseUsage(resp["usage"])
+	u.Cost = nil // the response's own cost is not OpenHands' accounting
+	u.Apply(st)
 	return ""
 }
 
-func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any) {
+func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
 	obs := format.String(ev["observation"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: format.KindText, Timestamp: ts}
 	if raw, ok := ev["content"]; ok {
@@ -369,31 +475,63 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		}
 		delete(ev, "content")
 	}
+	extras := ev["extras"]
+	if _, ok := ev["extras"]; !ok && legacy {
+		if e := format.Extra(inlined(ev, observationEnvelope)); e != nil {
+			ev["extras"] = json.RawMessage(*e)
+			extras = ev["extras"]
+		}
+	}
 	cause := ""
 	if v, ok := format.Int(ev["cause"]); ok {
 		cause = strconv.FormatInt(v, 10)
 	} else {
 		cause = format.String(ev["cause"])
 	}
+	if legacy && cause == "" && len(b.waiting) > 0 {
+		cause = b.waiting[len(b.waiting)-1]
+	}
+	if k, ok := b.recalls[cause]; ok && obs == "recall" {
+		b.recallObservation(k, cause, id, ts, st.MessageValue, ev)
+		return
+	}
+	status := model.ResultOK
+	if ok, known := format.Bool(ev["success"]); obs == "error" || nonZeroExit(extras) || known && !ok {
+		status = model.ResultError
+	}
 	idx, linked := b.calls[cause]
-	if cause != "" && linked {
-		delete(b.calls, cause)
-		b.answered[cause] = true
+	switch {
+	case cause != "" && linked:
+		b.answer(cause)
 		tc := &b.sl.ToolCalls[idx]
-		status := model.ResultOK
-		if obs == "error" || nonZeroExit(ev["extras"]) {
-			status = model.ResultError
-		}
-		tc.Result, tc.ResultStatus, tc.ResultLink = st.MessageValue, status, model.LinkByID
-		if tc.Result == nil {
-			tc.Result = model.StrAlways("")
+		tc.Result, tc.ResultStatus, tc.ResultLink = orEmpty(st.MessageValue), status, model.LinkByID
+		if legacy && format.String(ev["cause"]) == "" {
+			tc.ResultLink = linkByOrder
 		}
 		tc.ResultStepID = model.Str(id)
 		// The observation repeats its action's tool_call_metadata: not kept twice.
 		if m, ok := ev["tool_call_metadata"]; ok && string(m) == string(b.meta[idx]) {
 			delete(ev, "tool_call_metadata")
 		}
-	} else {
+	case !b.answered[cause] && !b.seen[cause] && (cause != "" || legacy) && isToolResult(obs, ev):
+		// A tool's result whose action is not in the file: kept as a call
+		// of its own.
+		meta := format.SplitObject(ev["tool_call_metadata"])
+		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"]),
+			Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
+		if tc.ToolCallID == "" {
+			tc.ToolCallID = "oh-" + id
+		}
+		if tc.FunctionName == "" {
+			tc.FunctionName = obs
+		}
+		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
+		what := "observation cause " + strconv.Quote(cause) + " names no earlier event"
+		if cause == "" {
+			what = "observation follows no action waiting for it"
+		}
+		b.warn(what+"; its result is kept as an orphan call", at(i, "cause")...)
+	default:
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
 		if m := format.String(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
 			st.MessageValue = model.StrAlways(m)
@@ -411,6 +549,52 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	b.sl.Steps = append(b.sl.Steps, st)
 }
 
+// toolObservations are the V0 observations that are a tool's result.
+var toolObservations = map[string]bool{"run": true, "run_ipython": true, "read": true, "write": true, "edit": true,
+	"browse": true, "think": true, "mcp": true, "delegate": true, "download": true, "task_tracking": true}
+
+// isToolResult: an observation that answers a tool call (its own
+// tool_call_metadata says so, or its type is a tool's).
+func isToolResult(obs string, ev map[string]jsonx.RawMessage) bool {
+	_, hasMeta := ev["tool_call_metadata"]
+	return hasMeta || toolObservations[obs]
+}
+
+// answer marks the call of action event eventID answered.
+func (b *builder) answer(eventID string) {
+	delete(b.calls, eventID)
+	b.answered[eventID] = true
+	for k, w := range b.waiting {
+		if w == eventID {
+			b.waiting = append(b.waiting[:k], b.waiting[k+1:]...)
+			break
+		}
+	}
+}
+
+// recallObservation attaches the answer of a recall (a knowledge lookup,
+// not a tool call) to the recall's step: its content is the step's
+// observation, the rest of the event (with its id and timestamp) goes to
+// the step extra as recall_observation.
+func (b *builder) recallObservation(k int, cause, id string, ts *time.Time, content *string, ev map[string]jsonx.RawMessage) {
+	delete(b.recalls, cause)
+	ev["id"] = mustJSON(id)
+	if ts != nil {
+		ev["timestamp"] = mustJSON(ts)
+	}
+	st := &b.sl.Steps[k]
+	st.Observation = content
+	if st.Observation == nil {
+		st.Observation = model.StrAlways("")
+	}
+	delete(ev, "cause")
+	delete(ev, "observation")
+	dropMessage(ev, content)
+	if e := format.Extra(ev); e != nil {
+		st.Extra = format.StripExtra(format.MergeExtra(st.Extra, "recall_observation", json.RawMessage(*e)))
+	}
+}
+
 // dropMessage removes the event message from what goes to the step extra
 // when it is empty or repeats the step text.
 func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
@@ -423,15 +607,15 @@ func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
 	}
 }
 
-// nonZeroExit reports whether extras.exit_code (or
-// extras.metadata.exit_code) is a non-zero number.
+// nonZeroExit reports whether exit_code (or metadata.exit_code, when
+// exit_code is absent or null) is a non-zero number.
 func nonZeroExit(raw jsonx.RawMessage) bool {
 	ex := format.SplitObject(raw)
 	if ex == nil {
 		return false
 	}
-	code, ok := ex["exit_code"]
-	if !ok {
+	code := ex["exit_code"]
+	if format.IsNull(code) {
 		code = format.SplitObject(ex["metadata"])["exit_code"]
 	}
 	v, ok := format.Float(code)
@@ -448,6 +632,7 @@ func (b *builder) finish() *model.Storyline {
 	if r.AgentModelName == nil {
 		r.AgentModelName = model.Str(b.anyModel)
 	}
+	b.v1Finish()
 	if r.Status == "" {
 		r.Status = model.StatusUnknown
 		if b.finished {

@@ -1,12 +1,14 @@
 // Package openhands reads OpenHands trajectories: the evaluation output
-// file output.jsonl (one object per instance with its event "history"),
-// and a saved trajectory (a JSON array of events, or an object with
-// "history"). docs/formats.md (OpenHands section) documents the mapping
-// field by field.
+// file output.jsonl (one object per instance with its event "history";
+// the resolver's output has the same shape), a saved trajectory (a JSON
+// array of events, or an object with "history"), and the event stream of
+// the V1 software-agent-sdk (one event per line). Events of both
+// generations are read: V0 events named by action / observation (and their
+// early flat form), V1 events typed by kind. docs/formats.md (OpenHands
+// section) documents the mapping field by field.
 package openhands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,8 +22,9 @@ import (
 
 // Layouts; runs.source_format is "openhands/<layout>".
 const (
-	LayoutJSONL = "jsonl" // evaluation output: one instance per line
-	LayoutJSON  = "json"  // a saved trajectory: an event array or {history}
+	LayoutJSONL  = "jsonl"      // evaluation output: one instance per line
+	LayoutJSON   = "json"       // a saved trajectory: an event array or {history}
+	LayoutEvents = "sdk-events" // V1 event stream: one event per line, one conversation
 )
 
 type adapter struct{}
@@ -31,20 +34,43 @@ func New() format.Adapter { return adapter{} }
 
 func (adapter) Name() string { return format.OpenHands }
 
-// isEvent recognizes an OpenHands event: id + source + (action or
-// observation), and no role (which would make it a chat message).
+// v0Actions are the action names of OpenHands V0; they recognize the
+// early flat events, which have no id or source to go by.
+var v0Actions = map[string]bool{
+	"message": true, "system": true, "start": true, "read": true, "write": true, "edit": true, "run": true,
+	"run_ipython": true, "browse": true, "browse_interactive": true, "delegate": true, "think": true,
+	"finish": true, "reject": true, "null": true, "pause": true, "resume": true, "stop": true,
+	"change_agent_state": true, "recall": true, "condensation": true, "mcp": true,
+}
+
+// isEvent recognizes an OpenHands event and never a chat message (no
+// role): V0, id + source + action or observation; V1, id + source + a
+// kind ending in Event; early flat V0, a known action name (or an
+// observation) without id and source.
 func isEvent(o *format.Obj) bool {
-	return o != nil && o.Has("id") && o.Has("source") && (o.Has("action") || o.Has("observation")) && !o.Has("role")
+	switch {
+	case o == nil || o.Has("role"):
+		return false
+	case o.Has("id") && o.Has("source"):
+		return o.Has("action") || o.Has("observation") || isV1Kind(o.Str("kind"))
+	case !o.Has("id") && !o.Has("source"):
+		return v0Actions[o.Str("action")] || (o.Has("observation") && o.Str("observation") != "")
+	}
+	return false
 }
 
 // Detect claims JSON Lines whose first line has a history whose first
-// element is an event (jsonl), an array whose first element is an event,
-// or one object with such a history (json).
+// element is an event (jsonl) or is itself a V1 event (sdk-events), an
+// array whose first element is an event, or one object with such a
+// history (json).
 func (adapter) Detect(p *format.Probe) (string, bool) {
 	switch p.Shape {
 	case format.ShapeLines:
 		if p.First.Has("history") && isEvent(p.First.FirstElem("history")) {
 			return LayoutJSONL, true
+		}
+		if isEvent(p.First) && isV1Kind(p.First.Str("kind")) {
+			return LayoutEvents, true
 		}
 	case format.ShapeArray:
 		if isEvent(p.First) {
@@ -65,31 +91,38 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	switch layout {
 	case LayoutJSONL:
 		return format.EachLine(ctx, r, func(n int64, line []byte) error {
-			if !jsonx.Valid(line) {
-				var v json.RawMessage
-				err := jsonx.Unmarshal(line, &v)
-				if err == nil {
-					err = fmt.Errorf("invalid JSON")
-				}
-				return format.Errorf(src, n, "", "openhands line is not valid JSON: %v", err)
-			}
-			obj := format.SplitObject(line)
-			if obj == nil {
-				return format.Errorf(src, n, "", "openhands line is not a JSON object")
+			obj, err := lineObject(src, n, line)
+			if err != nil {
+				return err
 			}
 			b := newBuilder(src, LayoutJSONL, loc{line: n})
 			b.record(obj, ids, fmt.Sprintf("line-%d", n))
 			return emit(b.finish())
 		})
-	case LayoutJSON:
-		data, err := io.ReadAll(r)
+	case LayoutEvents:
+		b := newBuilder(src, LayoutEvents, loc{})
+		b.identity(ids, "", fileID(src))
+		i := 0
+		at := func(_ int, parts ...any) []any { return parts } // the line locates the event
+		err := format.EachLine(ctx, r, func(n int64, line []byte) error {
+			ev, err := lineObject(src, n, line)
+			if err != nil {
+				return err
+			}
+			b.loc.line = n
+			b.event(i, ev, at)
+			i++
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		data = bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
-		if !jsonx.Valid(data) {
-			var v json.RawMessage
-			return format.DocumentError(src, data, "openhands trajectory", jsonx.Unmarshal(data, &v))
+		b.loc.line = 0
+		return emit(b.finish())
+	case LayoutJSON:
+		data, err := format.ReadDocument(r, src, "openhands trajectory")
+		if err != nil {
+			return err
 		}
 		b := newBuilder(src, LayoutJSON, loc{})
 		if elems, ok := format.SplitArray(data); ok {
@@ -103,6 +136,23 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		return emit(b.finish())
 	}
 	return fmt.Errorf("openhands: unknown layout %q", layout)
+}
+
+// lineObject decodes one JSON Lines record, which must be an object.
+func lineObject(src format.Source, n int64, line []byte) (map[string]jsonx.RawMessage, error) {
+	if !jsonx.Valid(line) {
+		var v json.RawMessage
+		err := jsonx.Unmarshal(line, &v)
+		if err == nil {
+			err = fmt.Errorf("invalid JSON")
+		}
+		return nil, format.Errorf(src, n, "", "openhands line is not valid JSON: %v", err)
+	}
+	obj := format.SplitObject(line)
+	if obj == nil {
+		return nil, format.Errorf(src, n, "", "openhands line is not a JSON object")
+	}
+	return obj, nil
 }
 
 // fileID names a trajectory without an instance_id after its file.

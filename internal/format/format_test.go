@@ -50,6 +50,17 @@ func TestProbeShapes(t *testing.T) {
 	}
 }
 
+// TestProbeDropsByteOrderMark: the probe's Prefix never starts with a BOM
+// (adapters that read it need not care), and BOM records that there was one.
+func TestProbeDropsByteOrderMark(t *testing.T) {
+	for _, data := range []string{BOM + "# aider chat started at 2025-01-01 00:00:00\n", "{}", BOM, ""} {
+		p := NewProbe("x", []byte(data), false)
+		if string(p.Prefix) != strings.TrimPrefix(data, BOM) || p.BOM != strings.HasPrefix(data, BOM) {
+			t.Errorf("%q: prefix %q, BOM %v", data, p.Prefix, p.BOM)
+		}
+	}
+}
+
 func TestProbeLooksInsideCutValues(t *testing.T) {
 	p := NewProbe("a.json", []byte(`{"agent":{"name":"x"},"steps":[{"step_id":1,"source":"user","message":"hel`), true)
 	if got := p.First.Sub("agent").Str("name"); got != "x" {

@@ -58,9 +58,6 @@ func EachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byt
 				}
 			}
 			trimmed := bytes.TrimSpace(line)
-			if lineNo == 1 {
-				trimmed = bytes.TrimPrefix(trimmed, []byte("\xef\xbb\xbf"))
-			}
 			if len(trimmed) > 0 {
 				if ferr := fn(lineNo, trimmed); ferr != nil {
 					return ferr

@@ -177,16 +177,23 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, format.NewProbe(src.Path, data[:n], false), bytes.NewReader(data[:n]), src, emit)
+	p := format.NewProbe(src.Path, data[:n], false)
+	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), src, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
+// The adapter reads from the start of the file, after its UTF-8 byte order
+// mark if it has one.
 func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	p, err := format.ReadProbe(r, src.Path, opts.detectionBytes())
 	if err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
+	start := int64(0)
+	if p.BOM {
+		start = int64(len(format.BOM))
+	}
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	return normalizeProbed(ctx, p, r, src, emit)

@@ -202,3 +202,50 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestByteOrderMarkIsAccepted: a file that starts with a UTF-8 byte order
+// mark (as editors on Windows write them) is detected and normalized exactly
+// like the same file without it, in every layout shape and on both read
+// paths (read once in memory, and streamed).
+func TestByteOrderMarkIsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, content, format string }{
+		{"doc.json", `{"schema_version":"ATIF-v1.6","session_id":"s","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"hi"}]}`, format.ATIF},
+		{"array.json", `[{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}]`, format.OpenAI},
+		{"lines.jsonl", `{"messages":[{"role":"user","content":"a"}]}` + "\n" + `{"messages":[{"role":"user","content":"b"}]}` + "\n", format.OpenAI},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plain, withBOM := filepath.Join(dir, "plain-"+tt.name), filepath.Join(dir, "bom-"+tt.name)
+			os.WriteFile(plain, []byte(tt.content), 0o644)
+			os.WriteFile(withBOM, []byte(format.BOM+tt.content), 0o644)
+			want := normalizedRows(t, plain, tt.name, Options{})
+			// A file at least as long as the detection limit is streamed.
+			for _, opts := range []Options{{}, {MaxDetectionBytes: int64(len(tt.content))}} {
+				got := normalizedRows(t, withBOM, tt.name, opts)
+				if got != want {
+					t.Errorf("max detection bytes %d: with a BOM\n%s\nwithout\n%s", opts.MaxDetectionBytes, got, want)
+				}
+			}
+			det, err := DetectFile(withBOM, Options{})
+			if err != nil || det.Format != tt.format {
+				t.Errorf("detected %+v, %v; want %s", det, err, tt.format)
+			}
+		})
+	}
+}
+
+// normalizedRows normalizes the file at path (named file in _file_) and
+// returns its Storylines as JSON, one per line.
+func normalizedRows(t *testing.T, path, file string, opts Options) string {
+	t.Helper()
+	var out []string
+	_, err := NormalizeFile(context.Background(), path, file, opts, func(sl *model.Storyline) error {
+		b, err := jsonx.Marshal(sl)
+		out = append(out, string(b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}

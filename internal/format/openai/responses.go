@@ -216,7 +216,7 @@ func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emi
 	b := newBuilder(layoutResponses, loc{})
 	id := fileID(src)
 	b.sl.Run.RunID, b.sl.Run.SessionID = id, id
-	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	trimmed := bytes.TrimSpace(data)
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '[':
 		if !jsonx.Valid(trimmed) {

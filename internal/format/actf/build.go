@@ -580,7 +580,7 @@ func endExtra(e *event, extra *string) *string {
 func leftover(e *event) *string {
 	obj := make(map[string]json.RawMessage, len(e.obj))
 	for k, v := range e.obj {
-		switch string(compactJSON(v)) {
+		switch string(format.CompactJSON(v)) {
 		case "null", "[]", "{}":
 			continue
 		}

@@ -217,10 +217,7 @@ func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	if len(raw) > 0 && raw[0] == '"' {
 		return format.FastString(raw), format.KindText, true
 	}
-	if len(raw) > 0 && (raw[0] == '[' || raw[0] == '{') {
-		raw = compact(raw)
-	}
-	return format.Content(raw)
+	return format.Content(format.CompactJSON(raw))
 }
 
 func stringValue(raw jsonx.RawMessage) (string, bool) {

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -150,7 +149,7 @@ func (b *builder) noteTools(at loc, text string) {
 			return false
 		}
 		if raw := validJSON(strings.TrimSpace(body)); raw != nil {
-			b.toolDefs = compact(raw)
+			b.toolDefs = format.CompactJSON(raw)
 			return true
 		}
 		var lines [][]byte
@@ -163,18 +162,9 @@ func (b *builder) noteTools(at loc, text string) {
 				b.warnAt(at, "the <tools> block is not JSON; kept in the message text only", "content")
 				return false
 			}
-			lines = append(lines, compact(raw))
+			lines = append(lines, format.CompactJSON(raw))
 		}
 		b.toolDefs = format.JoinArray(lines)
 		return true
 	})
-}
-
-// compact returns valid JSON without insignificant space.
-func compact(raw []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return raw
-	}
-	return buf.Bytes()
 }

@@ -28,6 +28,8 @@ const (
 	Canonical  = "canonical"
 	ClaudeCode = "claude-code"
 	OpenHands  = "openhands"
+	GeminiCLI  = "gemini-cli"
+	Aider      = "aider"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -14,9 +14,11 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/actf"
+	"github.com/pchronicle/pchronicle/internal/format/aider"
 	"github.com/pchronicle/pchronicle/internal/format/atif"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
+	"github.com/pchronicle/pchronicle/internal/format/geminicli"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -45,12 +47,17 @@ func (o Options) detectionBytes() int64 {
 
 // adapters in detection order: the most specific shapes first, so that a
 // generic "object with messages" test never claims a more specific format.
-// Claude Code lines (type user/assistant/system/summary… with sessionId and
-// uuid) match none of the other adapters; it sits before OpenAI, whose
-// shapes are the most generic. OpenHands (a history of events with id +
-// source + action/observation and no role) also sits before OpenAI, whose
-// wrapped layout would otherwise see an object with history.
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), openai.New()}
+// Aider is the one format that is not JSON: it is claimed by its file name
+// (*.aider.chat.history.md) and section header, which no other adapter
+// looks at, so it comes first and a Markdown file never reaches the JSON
+// tests. Claude Code lines (type user/assistant/system/summary… with
+// sessionId and uuid) match none of the other adapters; it sits before
+// OpenAI, whose shapes are the most generic. Gemini CLI sessions (sessionId
+// + projectHash, then messages) and OpenHands (a history of events with
+// id + source + action/observation and no role) also sit before OpenAI,
+// whose wrapped layout would otherwise see an object with messages or
+// history.
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -74,6 +81,9 @@ func Detect(p *format.Probe) (Detection, error) {
 
 // explain says, in terms a user can act on, why no adapter took the probe.
 func explain(p *format.Probe) string {
+	if strings.HasSuffix(strings.ToLower(p.Name), ".aider.chat.history.md") {
+		return `named like an Aider chat history, but it does not start with a "# aider chat started at" line`
+	}
 	if p.Note != "" {
 		return p.Note
 	}
@@ -103,6 +113,7 @@ func explain(p *format.Probe) string {
 		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
 		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
 		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
+		"Gemini CLI sessions (sessionId + projectHash, then messages or message lines), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

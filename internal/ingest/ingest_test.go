@@ -19,7 +19,12 @@ import (
 // family, produce at least one Storyline, and have unique session ids.
 func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 	root := testutil.SamplesDir(t)
-	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF}
+	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF,
+		// other/ holds several formats: one entry per file.
+		"other/gemini-cli_harbor-rfc_session.json":                       format.GeminiCLI,
+		"other/aider_afi-core.aider.chat.history.md":                     format.Aider,
+		"other/aider_zen-mcp-server_commands-only.aider.chat.history.md": format.Aider,
+	}
 	for _, rel := range testutil.SampleFiles(t) {
 		t.Run(rel, func(t *testing.T) {
 			family := strings.SplitN(rel, "/", 2)[0]
@@ -39,8 +44,12 @@ func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if det.Format != want[family] {
-				t.Fatalf("detected %s/%s, want %s", det.Format, det.Layout, want[family])
+			wantFormat, ok := want[rel]
+			if !ok {
+				wantFormat = want[family]
+			}
+			if det.Format != wantFormat {
+				t.Fatalf("detected %s/%s, want %s", det.Format, det.Layout, wantFormat)
 			}
 			if n == 0 {
 				t.Fatal("no Storyline")
@@ -190,6 +199,8 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		{"claudecode/testdata/agent-a1b2c3d.jsonl", format.ClaudeCode, "jsonl"},
 		{"openhands/testdata/output.jsonl", format.OpenHands, "jsonl"},
 		{"openhands/testdata/trajectory-ipython.json", format.OpenHands, "json"},
+		{"geminicli/testdata/session-2026-03-01T10-00-a1b2c3d4.jsonl", format.GeminiCLI, "jsonl"},
+		{"aider/testdata/edge.aider.chat.history.md", format.Aider, "markdown"},
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(tt.file))
 		n := 0
@@ -213,6 +224,7 @@ func TestByteOrderMarkIsAccepted(t *testing.T) {
 		{"doc.json", `{"schema_version":"ATIF-v1.6","session_id":"s","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"hi"}]}`, format.ATIF},
 		{"array.json", `[{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}]`, format.OpenAI},
 		{"lines.jsonl", `{"messages":[{"role":"user","content":"a"}]}` + "\n" + `{"messages":[{"role":"user","content":"b"}]}` + "\n", format.OpenAI},
+		{"x.aider.chat.history.md", "# aider chat started at 2025-01-01 10:00:00\n\n#### hi  \n\nhello\n\n> Tokens: 10 sent, 2 received.  \n", format.Aider},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			plain, withBOM := filepath.Join(dir, "plain-"+tt.name), filepath.Join(dir, "bom-"+tt.name)

@@ -7,6 +7,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,13 @@ type Options struct {
 	// fstat of the open file: an error fails the file. Snapshots use it to
 	// re-check their pin, so a file that changed is never half read.
 	Check func(fi os.FileInfo) error
+	// Outcome, when set, gives what a file beside this one records about
+	// its run — a Harbor trial's result.json (format/harbor) for the
+	// trajectory under that trial. It is called at most once, when the
+	// first main Storyline is emitted, and the outcome fills the reward,
+	// scores and reported totals every main Storyline of the file left NULL
+	// (format.Outcome.Apply). Discovery decides which file that is.
+	Outcome func(ctx context.Context) (*format.Outcome, error)
 }
 
 func (o Options) detectionBytes() int64 {
@@ -189,7 +197,7 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	p := format.NewProbe(src.Path, data[:n], false)
-	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), src, emit)
+	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), src, opts, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
@@ -207,17 +215,51 @@ func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Opt
 	if _, err := r.Seek(start, io.SeekStart); err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, p, r, src, emit)
+	return normalizeProbed(ctx, p, r, src, opts, emit)
 }
 
 // normalizeProbed detects the format from p, the prefix of r, and
 // normalizes r (read from its start).
-func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, emit format.Emit) (Detection, error) {
+func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	det, err := Detect(p)
 	if err != nil {
 		return det, err
 	}
-	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, emit))
+	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit)))
+}
+
+// withOutcome applies the outcome recorded beside the file (Options.Outcome)
+// to every main Storyline it yields — not to subagents, whose runs the
+// outcome does not describe. The outcome is read once, at the first main
+// Storyline. One that cannot be parsed is a warning on those Storylines
+// (the trajectory itself is fine); any other error fails the file.
+func withOutcome(ctx context.Context, outcome func(context.Context) (*format.Outcome, error), emit format.Emit) format.Emit {
+	if outcome == nil {
+		return emit
+	}
+	var o *format.Outcome
+	var unreadable *format.ParseError
+	read := false
+	return func(sl *model.Storyline) error {
+		if sl.Run.ParentSessionID == nil {
+			if !read {
+				read = true
+				var err error
+				if o, err = outcome(ctx); err != nil && !errors.As(err, &unreadable) {
+					return err
+				}
+			}
+			switch {
+			case unreadable != nil:
+				sl.Warnings = append(sl.Warnings, model.Warning{File: unreadable.Path, Line: unreadable.Line, Pointer: unreadable.Pointer,
+					Message: unreadable.Err.Error() + "; reward and scores are not set"})
+			case o != nil:
+				o.Apply(&sl.Run)
+				sl.Warnings = append(sl.Warnings, o.Warnings...)
+			}
+		}
+		return emit(sl)
+	}
 }
 
 // uniqueSessions enforces the identity rule that session_id is unique per

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/harbor"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
@@ -260,4 +261,92 @@ func normalizedRows(t *testing.T, path, file string, opts Options) string {
 		t.Fatal(err)
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestTrialOutcomeReachesMainStorylines: a trajectory read with its
+// trial's result.json as Options.Outcome gets the trial's reward, scores
+// and reported totals on its main Storyline only (the trajectory's
+// subagent file reference does not make a Storyline here; the Claude Code
+// fixture's sidechains do), and whatever the file records itself wins.
+func TestTrialOutcomeReachesMainStorylines(t *testing.T) {
+	result := filepath.Join(testutil.RepoRoot(t), "internal", "format", "harbor", "testdata", "result.json")
+	reads := 0
+	opts := Options{Outcome: func(ctx context.Context) (*format.Outcome, error) {
+		reads++
+		f, err := os.Open(result)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return harbor.ReadTrialResult(f, format.Source{Path: result, File: "result.json"})
+	}}
+	collect := func(path string) []*model.Storyline {
+		t.Helper()
+		var sls []*model.Storyline
+		if _, err := NormalizeFile(context.Background(), path, filepath.Base(path), opts, func(sl *model.Storyline) error {
+			sls = append(sls, sl)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return sls
+	}
+
+	traj := filepath.Join(testutil.SamplesDir(t), "atif", "harbor-golden", "terminus_2_context-summarization", "trajectory.json")
+	run := collect(traj)[0].Run
+	if run.Reward == nil || *run.Reward != 1 || model.Deref(run.Scores) != `{"reward":1.0}` || reads != 1 {
+		t.Errorf("reward %v scores %v, %d reads", run.Reward, model.Deref(run.Scores), reads)
+	}
+	// The trajectory's own final_metrics (7802 prompt, 1030 completion, 0
+	// cached tokens, $0.029805) stay; the trial's totals differ.
+	if testutil.OrMinus1(run.ReportedCompletionTokens) != 1030 || testutil.OrMinus1(run.ReportedCachedTokens) != 0 ||
+		run.ReportedCostUSD == nil || *run.ReportedCostUSD != 0.029804999999999998 {
+		t.Errorf("reported completion %d cached %d cost %v", testutil.OrMinus1(run.ReportedCompletionTokens), testutil.OrMinus1(run.ReportedCachedTokens), run.ReportedCostUSD)
+	}
+	// A trajectory without final_metrics takes the trial's.
+	run = collect(filepath.Join(testutil.SamplesDir(t), "atif", "openagents_orchestrator_streaming.atif.jsonl"))[0].Run
+	if testutil.OrMinus1(run.ReportedPromptTokens) != 7802 || testutil.OrMinus1(run.ReportedCachedTokens) != 1024 || run.ReportedCostUSD == nil || *run.ReportedCostUSD != 0.0227 {
+		t.Errorf("no final_metrics: reported prompt %d cached %d cost %v", testutil.OrMinus1(run.ReportedPromptTokens), testutil.OrMinus1(run.ReportedCachedTokens), run.ReportedCostUSD)
+	}
+
+	reads = 0
+	sls := collect(filepath.Join(testutil.RepoRoot(t), "internal", "format", "claudecode", "testdata", "session-subagents.jsonl"))
+	for _, sl := range sls {
+		if main := sl.Run.ParentSessionID == nil; main != (sl.Run.Reward != nil) {
+			t.Errorf("%s (parent %v): reward %v", sl.Run.SessionID, sl.Run.ParentSessionID, sl.Run.Reward)
+		}
+	}
+	if len(sls) < 2 || reads != 1 {
+		t.Errorf("%d Storylines, %d reads", len(sls), reads)
+	}
+
+	// A harbor trace row's own result wins over the trial's.
+	rows := collect(filepath.Join(testutil.SamplesDir(t), "openai", "harbor-golden_openhands_hello-world.hermes-tool_call.traces.json"))
+	if r := rows[0].Run; r.Reward == nil || *r.Reward != 1 || model.Deref(r.Scores) != `{"reward":1}` {
+		t.Errorf("trace row: reward %v scores %v", r.Reward, model.Deref(r.Scores))
+	}
+}
+
+// TestUnreadableOutcome: a result.json that cannot be parsed leaves the
+// trajectory readable, with a warning naming the result file and line; an
+// error reading it fails the file.
+func TestUnreadableOutcome(t *testing.T) {
+	traj := filepath.Join(testutil.SamplesDir(t), "atif", "harbor-golden", "misc", "openhands_hello-world.trajectory.json")
+	broken := Options{Outcome: func(context.Context) (*format.Outcome, error) {
+		return harbor.ParseTrialResult([]byte("{\n\"verifier_result\": ,\n\"exception_info\": null}"), format.Source{Path: "trial/result.json"})
+	}}
+	var sl *model.Storyline
+	if _, err := NormalizeFile(context.Background(), traj, "t", broken, func(s *model.Storyline) error { sl = s; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	last := sl.Warnings[len(sl.Warnings)-1].String()
+	if sl.Run.Reward != nil || !strings.HasPrefix(last, "trial/result.json:2: harbor result.json: invalid JSON at column") ||
+		!strings.HasSuffix(last, "; reward and scores are not set") {
+		t.Errorf("reward %v, last warning %q", sl.Run.Reward, last)
+	}
+	gone := errors.New("pinned object changed")
+	failing := Options{Outcome: func(context.Context) (*format.Outcome, error) { return nil, gone }}
+	if _, err := NormalizeFile(context.Background(), traj, "t", failing, func(*model.Storyline) error { return nil }); !errors.Is(err, gone) {
+		t.Errorf("err = %v", err)
+	}
 }

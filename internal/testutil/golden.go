@@ -85,20 +85,25 @@ func Fixture(t testing.TB, name string) []byte {
 // fixture's name without .json/.jsonl).
 func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			_, sls := MustNormalize(t, a, name, Fixture(t, name))
-			out := make([]GoldenStoryline, len(sls))
-			for i, sl := range sls {
-				out[i] = NewGoldenStoryline(sl)
-			}
-			got, err := json.MarshalIndent(out, "", " ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
-			Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
-		})
+		t.Run(name, func(t *testing.T) { GoldenInput(t, a, name, Fixture(t, name)) })
 	}
+}
+
+// GoldenInput normalizes data (a fixture or a sample, named name) with
+// adapter a and compares its Storylines with
+// testdata/golden/<name without its extension>.golden.json.
+func GoldenInput(t *testing.T, a format.Adapter, name string, data []byte) {
+	t.Helper()
+	_, sls := MustNormalize(t, a, name, data)
+	out := make([]GoldenStoryline, len(sls))
+	for i, sl := range sls {
+		out[i] = NewGoldenStoryline(sl)
+	}
+	got, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Golden(t, filepath.Join("testdata", "golden", strings.TrimSuffix(name, filepath.Ext(name))+".golden.json"), got)
 }
 
 // OrMinus1 is an optional count for comparisons in figure tests: -1 when

@@ -39,18 +39,7 @@ func inputs(t testing.TB) map[string][]byte {
 
 func TestGolden(t *testing.T) {
 	for name, data := range inputs(t) {
-		t.Run(name, func(t *testing.T) {
-			_, sls := testutil.MustNormalize(t, New(), name, data)
-			out := make([]testutil.GoldenStoryline, len(sls))
-			for i, sl := range sls {
-				out[i] = testutil.NewGoldenStoryline(sl)
-			}
-			got, err := json.MarshalIndent(out, "", " ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			testutil.Golden(t, filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".md")+".golden.json"), got)
-		})
+		t.Run(name, func(t *testing.T) { testutil.GoldenInput(t, New(), name, data) })
 	}
 }
 

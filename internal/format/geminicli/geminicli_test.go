@@ -3,7 +3,6 @@ package geminicli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -34,19 +33,7 @@ func sample(t testing.TB) []byte {
 // writes it (no licensed JSONL session was found).
 func TestGolden(t *testing.T) {
 	for name, data := range map[string][]byte{sampleName: sample(t), fixtureName: testutil.Fixture(t, fixtureName)} {
-		t.Run(name, func(t *testing.T) {
-			_, sls := testutil.MustNormalize(t, New(), name, data)
-			out := make([]testutil.GoldenStoryline, len(sls))
-			for i, sl := range sls {
-				out[i] = testutil.NewGoldenStoryline(sl)
-			}
-			got, err := json.MarshalIndent(out, "", " ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
-			testutil.Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
-		})
+		t.Run(name, func(t *testing.T) { testutil.GoldenInput(t, New(), name, data) })
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,14 +19,7 @@ const (
 	fixtureEdg = "edge.aider.chat.history.md"
 )
 
-func sample(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.SamplesDir(t), "other", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "other/"+name) }
 
 // inputs are the two public samples and a hand-made history with the
 // cases they lack (cache tokens, quotes and headings inside a reply, a

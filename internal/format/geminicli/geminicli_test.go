@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,14 +17,7 @@ const (
 	fixtureName = "session-2026-03-01T10-00-a1b2c3d4.jsonl"
 )
 
-func sample(t testing.TB) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testutil.SamplesDir(t), "other", sampleName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+func sample(t testing.TB) []byte { return testutil.Sample(t, "other/"+sampleName) }
 
 // TestGolden covers the public sample (the legacy JSON document) and the
 // hand-made JSON Lines session written as the CLI's recording service

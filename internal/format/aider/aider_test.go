@@ -207,8 +207,8 @@ func TestBadHeaderTime(t *testing.T) {
 	}
 }
 
-// FuzzNormalize: any text normalizes without panicking or failing, and
-// every call refers to a step of its section.
+// FuzzNormalize: any text normalizes without panicking or failing, into
+// Storylines that keep testutil.CheckStoryline's invariants.
 func FuzzNormalize(f *testing.F) {
 	for _, data := range inputs(f) {
 		if len(data) > 16<<10 {
@@ -219,21 +219,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte("> Running x  \n#### y  \nz\n> Tokens: 1k sent, 2 received.  \n> Applied edit to a  \n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, Layout,
-			func(sl *model.Storyline) error {
-				steps := map[string]bool{}
-				for _, st := range sl.Steps {
-					if steps[st.StepID] {
-						t.Fatalf("step id %s repeats", st.StepID)
-					}
-					steps[st.StepID] = true
-				}
-				for _, tc := range sl.ToolCalls {
-					if !steps[tc.StepID] || (tc.ResultStepID != nil && !steps[*tc.ResultStepID]) {
-						t.Fatalf("call %+v refers to a missing step", tc)
-					}
-				}
-				return nil
-			})
+			func(sl *model.Storyline) error { return testutil.CheckStoryline(sl) })
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}

@@ -173,8 +173,9 @@ func TestBrokenDocument(t *testing.T) {
 	}
 }
 
-// FuzzNormalize: any input, under both layouts, normalizes or fails with a
-// ParseError, and never panics; every call refers to a step.
+// FuzzNormalize: any input, under both layouts, normalizes into Storylines
+// that keep testutil.CheckStoryline's invariants or fails with a
+// ParseError, and never panics.
 func FuzzNormalize(f *testing.F) {
 	f.Add(sample(f))
 	f.Add(testutil.Fixture(f, fixtureName))
@@ -183,21 +184,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, layout := range []string{LayoutJSON, LayoutJSONL} {
 			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
-				func(sl *model.Storyline) error {
-					steps := map[string]bool{}
-					for _, st := range sl.Steps {
-						if steps[st.StepID] {
-							t.Fatalf("step id %q repeats", st.StepID)
-						}
-						steps[st.StepID] = true
-					}
-					for _, tc := range sl.ToolCalls {
-						if !steps[tc.StepID] {
-							t.Fatalf("call on missing step %q", tc.StepID)
-						}
-					}
-					return nil
-				})
+				func(sl *model.Storyline) error { return testutil.CheckStoryline(sl) })
 			var pe *format.ParseError
 			if err != nil && !errors.As(err, &pe) {
 				t.Fatalf("%s: error is not a ParseError: %v", layout, err)

@@ -208,9 +208,9 @@ func TestIdlessCallsPairWithToolScopes(t *testing.T) {
 	sls, _ := normalize(t, "idless.jsonl", inputs(t)["nat02_idless_calls.jsonl"])
 	type row struct{ id, name, args, result, link string }
 	want := []row{
-		{"llm-1:call:0", "search", `{"q": "a"}`, "A results", linkByName},
-		{"llm-1:call:1", "search", `{"q": "b"}`, "B results", linkByName},
-		{"rt-calc-9", "calc", `{"x": 1}`, "2", linkByName},
+		{"llm-1:call:0", "search", `{"q": "a"}`, "A results", model.LinkByName},
+		{"llm-1:call:1", "search", `{"q": "b"}`, "B results", model.LinkByName},
+		{"rt-calc-9", "calc", `{"x": 1}`, "2", model.LinkByName},
 		{"tool-4", "search", `{"q":"c"}`, "C results", model.LinkByID},
 	}
 	calls := sls[0].ToolCalls
@@ -269,7 +269,7 @@ func TestEdgeCases(t *testing.T) {
 				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"t","parent_uuid":"l","scope_type":"tool","name":"ls","output":"a.txt"}`,
 			check: func(t *testing.T, sls []*model.Storyline) {
 				calls := sls[0].ToolCalls
-				if len(calls) != 1 || calls[0].ToolCallID != "l:call:0" || model.Deref(calls[0].Result) != "a.txt" || calls[0].ResultLink != linkByName {
+				if len(calls) != 1 || calls[0].ToolCallID != "l:call:0" || model.Deref(calls[0].Result) != "a.txt" || calls[0].ResultLink != model.LinkByName {
 					t.Errorf("%+v", calls)
 				}
 			}},

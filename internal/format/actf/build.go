@@ -13,10 +13,6 @@ import (
 
 const redacted = "<redacted>"
 
-// linkByName is the result_link of a call paired with its tool scope by
-// name and order (pairByName) rather than by id.
-const linkByName = "name"
-
 // builder turns one session's events, in file order, into a Storyline.
 type builder struct {
 	sl        model.Storyline
@@ -421,7 +417,7 @@ func (b *builder) toolEnd(e *event) {
 	}
 	tc.ResultLink, tc.ResultStatus = model.LinkByID, model.ResultOK
 	if b.namePaired[row] {
-		tc.ResultLink = linkByName
+		tc.ResultLink = model.LinkByName
 	}
 	if e.status == "error" || e.status == "cancelled" || !format.IsNull(e.errRaw) {
 		tc.ResultStatus = model.ResultError

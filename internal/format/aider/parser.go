@@ -18,10 +18,6 @@ const (
 	callEdit  = "edit"  // an edit Aider applied from the reply ("Applied edit to <path>")
 )
 
-// linkInline is the result_link of an edit, whose report line is both the
-// call and its result.
-const linkInline = "inline"
-
 // kind is what a line of the history is.
 type kind int
 
@@ -225,7 +221,7 @@ func (s *section) call(n int64, name string, args map[string]string, result *str
 	raw, _ := jsonx.Marshal(args)
 	tc := model.ToolCall{StepID: step, FunctionName: name, Arguments: model.Str(string(raw)), ArgumentsValid: true}
 	if result != nil {
-		tc.Result, tc.ResultStatus, tc.ResultLink = result, model.ResultOK, linkInline
+		tc.Result, tc.ResultStatus, tc.ResultLink = result, model.ResultOK, model.LinkInline
 		if report != step {
 			tc.ResultStepID = model.Str(report)
 		}

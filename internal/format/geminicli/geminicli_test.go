@@ -93,9 +93,9 @@ func TestReplayFigures(t *testing.T) {
 	}
 	type row struct{ id, step, status, result, link string }
 	want := []row{
-		{"run_shell_command-1", "m2", model.ResultOK, "a.go\nb.go", linkInline},
-		{"read_file-2", "m2", model.ResultError, "File not found: c.go", linkInline},
-		{"run_shell_command-3", "m7", model.ResultError, "", linkInline},
+		{"run_shell_command-1", "m2", model.ResultOK, "a.go\nb.go", model.LinkInline},
+		{"read_file-2", "m2", model.ResultError, "File not found: c.go", model.LinkInline},
+		{"run_shell_command-3", "m7", model.ResultError, "", model.LinkInline},
 		{"write_file-4", "m7", model.ResultMissing, "", model.LinkNone},
 	}
 	for i, w := range want {

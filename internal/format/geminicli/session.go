@@ -11,9 +11,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// linkInline is the result_link of a call whose record holds its result.
-const linkInline = "inline"
-
 // loc says where a record sits: its line (jsonl) and/or a JSON pointer.
 type loc struct {
 	line int64
@@ -317,7 +314,7 @@ func (m *mapper) toolCalls(stepID string, raw jsonx.RawMessage, at loc) int {
 			tc.ResultStatus = model.ResultOK
 		}
 		if tc.ResultStatus != "" {
-			tc.ResultLink = linkInline
+			tc.ResultLink = model.LinkInline
 		}
 		tc.Extra = format.Extra(c, "id", "name", "args", "result")
 		if status == "success" {

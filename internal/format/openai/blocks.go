@@ -242,7 +242,7 @@ func geminiParts(parts [][]byte) *blocks {
 			id, name := format.String(fr["id"]), format.String(fr["name"])
 			link := model.LinkByID
 			if id == "" {
-				link = linkByName
+				link = model.LinkByName
 			}
 			text, _, _ := content(fr["response"])
 			b.results = append(b.results, blockResult{key: callKey(id, name), link: link, text: text})

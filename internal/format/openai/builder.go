@@ -10,15 +10,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// Result link kinds this adapter adds to model.LinkByID: formats without
-// call ids link results by position or by function name, and hosted
-// Responses tools carry their result inline in the call item.
-const (
-	linkByOrder = "order"  // no ids: the earliest unanswered call without an id
-	linkByName  = "name"   // legacy function role: the earliest unanswered call of that name
-	linkInline  = "inline" // the call item itself holds the result
-)
-
 // nameKeyPrefix keeps legacy function-name link keys apart from call ids.
 const nameKeyPrefix = "\x00fn:"
 

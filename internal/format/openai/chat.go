@@ -196,7 +196,7 @@ func hasStructuredResult(m map[string]jsonx.RawMessage, bl *blocks) bool {
 // turn wrote into its text: one call gets it as its result; when several
 // calls share it, each gets the whole text (result_link ambiguous).
 func (b *builder) observation(stepID string, calls []int, text *string) {
-	link := linkByOrder
+	link := model.LinkByOrder
 	if len(calls) > 1 {
 		link = model.LinkAmbiguous
 	}
@@ -458,9 +458,9 @@ func (b *builder) chatResult(stepID string, at loc, role string, m map[string]js
 	switch {
 	case key != "":
 	case role == "function":
-		key, link = nameKeyPrefix+format.String(m["name"]), linkByName
+		key, link = nameKeyPrefix+format.String(m["name"]), model.LinkByName
 	default:
-		link = linkByOrder
+		link = model.LinkByOrder
 	}
 	if result == nil {
 		result = model.StrAlways("")

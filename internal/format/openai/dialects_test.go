@@ -80,9 +80,9 @@ func TestHermesToolCallsInContent(t *testing.T) {
 	_, sls := mustNormalize(t, "hermes.jsonl", []byte(hermesJSONL))
 	sl := sls[0]
 	wantCalls(t, sl, []call{
-		{"2", "get_weather", `{"city":"Paris"}`, "ok", "3", `{"name": "get_weather", "content": {"temp": 20}}`, linkByName},
-		{"2", "get_time", `{"tz":"CET"}`, "ok", "3", `{"name": "get_time", "content": "10:00"}`, linkByName},
-		{"4", "get_weather", `{"city":"Lyon"}`, "ok", "5", "sunny", linkByOrder},
+		{"2", "get_weather", `{"city":"Paris"}`, "ok", "3", `{"name": "get_weather", "content": {"temp": 20}}`, model.LinkByName},
+		{"2", "get_time", `{"tz":"CET"}`, "ok", "3", `{"name": "get_time", "content": "10:00"}`, model.LinkByName},
+		{"4", "get_weather", `{"city":"Lyon"}`, "ok", "5", "sunny", model.LinkByOrder},
 	})
 	if got := sourceLetters(sl); got != "suatata" {
 		t.Errorf("sources %q", got)
@@ -122,7 +122,7 @@ func TestHermesTextIsNotParsedTwice(t *testing.T) {
 func TestLLaMAFactoryContentParts(t *testing.T) {
 	_, sls := mustNormalize(t, "v1.jsonl", []byte(llamaFactoryParts))
 	sl := sls[0]
-	wantCalls(t, sl, []call{{"2", "add", `{"a":2,"b":3}`, "ok", "3", "5", linkByOrder}})
+	wantCalls(t, sl, []call{{"2", "add", `{"a":2,"b":3}`, "ok", "3", "5", model.LinkByOrder}})
 	steps := sl.Steps
 	checks := []struct {
 		what      string
@@ -152,8 +152,8 @@ func TestLLaMAFactoryContentParts(t *testing.T) {
 func TestShareGPTFunctionCallList(t *testing.T) {
 	_, sls := mustNormalize(t, "list.json", []byte(shareGPTCallList))
 	wantCalls(t, sls[0], []call{
-		{"1", "a", "{}", "ok", "2", "A", linkByOrder},
-		{"1", "b", `{"x":1}`, "ok", "3", "B", linkByOrder},
+		{"1", "a", "{}", "ok", "2", "A", model.LinkByOrder},
+		{"1", "b", `{"x":1}`, "ok", "3", "B", model.LinkByOrder},
 	})
 	if e := model.Deref(sls[0].ToolCalls[1].Extra); e != `{"extra":{"id_hint":7}}` {
 		t.Errorf("call extra: %s", e)

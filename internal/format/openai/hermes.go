@@ -112,13 +112,13 @@ func toolResponses(text string) (bodies []string, rest string) {
 // it is; each call's result is its block's body.
 func (b *builder) textResults(stepID string, at loc, bodies []string) {
 	for _, body := range bodies {
-		i, link := -1, linkByOrder
+		i, link := -1, model.LinkByOrder
 		if name, ok := stringValue(format.SplitObject(validJSON(body))["name"]); ok {
 			i = b.take("", func(call int) bool { return b.sl.ToolCalls[call].FunctionName == name })
-			link = linkByName
+			link = model.LinkByName
 		}
 		if i < 0 {
-			i, link = b.take("", nil), linkByOrder
+			i, link = b.take("", nil), model.LinkByOrder
 		}
 		if i < 0 {
 			b.warnAt(at, "<tool_response> matches no unanswered call", "content")

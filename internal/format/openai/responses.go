@@ -180,7 +180,7 @@ func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.Raw
 	if n := format.String(it["name"]); n != "" {
 		name = n
 	}
-	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: linkInline}
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: model.LinkInline}
 	known := []string{"type", "id", "name"}
 	if keys[0] != "" {
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(it[keys[0]])

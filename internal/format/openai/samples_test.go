@@ -236,7 +236,7 @@ func TestHarborHermesTraces(t *testing.T) {
 		`{"command":"create","path":"/app/hello.txt","file_text":"Hello, world!","security_risk":"LOW"}`, "missing", "", "", model.LinkNone}})
 	wantCalls(t, sls[1], []call{
 		{"4", "str_replace_editor", `{"command":"create","path":"/app/hello.txt","file_text":"Hello, world!","security_risk":"LOW"}`,
-			"ok", "5", "File created successfully at: /app/hello.txt", linkByOrder},
+			"ok", "5", "File created successfully at: /app/hello.txt", model.LinkByOrder},
 		{"6", "finish", `{"message":"Task complete. Created /app/hello.txt with 'Hello, world!'"}`, "missing", "", "", model.LinkNone},
 	})
 	for i, want := range []struct {
@@ -284,7 +284,7 @@ func TestGlaiveToolCallShareGPT(t *testing.T) {
 			sources[st.Source+"/"+st.MessageKind]++
 		}
 		for _, tc := range sl.ToolCalls {
-			if tc.ResultStatus == model.ResultOK && tc.ResultLink == linkByOrder && tc.ResultStepID != nil && tc.Arguments != nil && tc.ArgumentsValid {
+			if tc.ResultStatus == model.ResultOK && tc.ResultLink == model.LinkByOrder && tc.ResultStepID != nil && tc.Arguments != nil && tc.ArgumentsValid {
 				answered++
 			}
 		}

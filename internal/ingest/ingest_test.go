@@ -83,6 +83,12 @@ func TestUnrecognizedFilesAreExplained(t *testing.T) {
 	if !strings.Contains(err.Error(), "[name, version, dependencies]") {
 		t.Errorf("the reason should list the keys it saw: %v", err)
 	}
+	aider := filepath.Join(dir, "notes.aider.chat.history.md")
+	os.WriteFile(aider, []byte("# My notes\n\n# aider chat started at 2025-01-01 10:00:00\n"), 0o644)
+	_, err = NormalizeFile(context.Background(), aider, "n", Options{}, nil)
+	if !errors.Is(err, format.ErrUnrecognized) || !strings.HasSuffix(err.Error(), `named like an Aider chat history, but it does not start with a "# aider chat started at" line`) {
+		t.Errorf("Aider-named file: %v", err)
+	}
 }
 
 func TestDetectionReadsOnlyThePrefix(t *testing.T) {

@@ -29,6 +29,8 @@ const (
 	ClaudeCode = "claude-code"
 	OpenHands  = "openhands"
 	SWEAgent   = "swe-agent" // SWE-agent and mini-swe-agent
+	GeminiCLI  = "gemini-cli"
+	Aider      = "aider"
 )
 
 // Source identifies the file being read, for _file_ and error locations.
@@ -51,7 +53,8 @@ type Adapter interface {
 	// Detect inspects the bounded probe and returns the layout it
 	// recognizes (e.g. "json", "jsonl", "codex-rollout"), or ok=false.
 	Detect(p *Probe) (layout string, ok bool)
-	// Normalize streams r, which holds a file of the detected layout, and
+	// Normalize streams r, which holds a file of the detected layout (after
+	// its UTF-8 byte order mark, if it had one: see TrimBOM), and
 	// calls emit once per Storyline in file order. It must never load an
 	// unbounded number of Storylines at once, and must return a *ParseError
 	// (never panic) for input it cannot read.

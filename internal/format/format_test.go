@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,17 @@ func TestProbeShapes(t *testing.T) {
 				t.Fatal("unknown shape must explain itself")
 			}
 		})
+	}
+}
+
+// TestProbeDropsByteOrderMark: the probe's Prefix never starts with a BOM
+// (adapters that read it need not care), and BOM records that there was one.
+func TestProbeDropsByteOrderMark(t *testing.T) {
+	for _, data := range []string{BOM + "# aider chat started at 2025-01-01 00:00:00\n", "{}", BOM, ""} {
+		p := NewProbe("x", []byte(data), false)
+		if string(p.Prefix) != strings.TrimPrefix(data, BOM) || p.BOM != strings.HasPrefix(data, BOM) {
+			t.Errorf("%q: prefix %q, BOM %v", data, p.Prefix, p.BOM)
+		}
 	}
 }
 
@@ -126,6 +138,22 @@ func TestEachLineLongLinesAndNumbers(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != 1 || got[1] != 4 || got[2] != 5 || lens[1] != len(long)+8 {
 		t.Fatalf("lines = %v, lens = %v", got, lens)
+	}
+}
+
+// TestEachTextLine: every line, blank ones included, keeps its trailing
+// spaces (Aider marks its own output with two) and loses only \n or \r\n.
+func TestEachTextLine(t *testing.T) {
+	long := strings.Repeat("y", 1<<20)
+	in := "# h\r\n\n> out  \n" + long + "\n#### last  "
+	var got []string
+	err := EachTextLine(context.Background(), strings.NewReader(in), func(n int64, line []byte) error {
+		got = append(got, fmt.Sprintf("%d:%d:%.8q", n, len(line), line))
+		return nil
+	})
+	want := []string{`1:3:"# h"`, `2:0:""`, `3:7:"> out  "`, `4:1048576:"yyyyyyyy"`, `5:11:"#### las"`}
+	if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("lines = %v, %v; want %v", got, err, want)
 	}
 }
 

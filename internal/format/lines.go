@@ -35,6 +35,26 @@ func Buffered(r io.Reader) (br *bufio.Reader, release func()) {
 // number. Lines of any length are supported; the slice passed to fn is only
 // valid during the call. Cancellation is checked between lines.
 func EachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byte) error) error {
+	return eachLine(ctx, r, func(lineNo int64, line []byte) error {
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			return fn(lineNo, trimmed)
+		}
+		return nil
+	})
+}
+
+// EachTextLine is EachLine for text formats in which blank lines and
+// trailing spaces carry meaning (Markdown): fn gets every line, blank ones
+// included, without its line ending (\n or \r\n) but otherwise as written.
+func EachTextLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byte) error) error {
+	return eachLine(ctx, r, func(lineNo int64, line []byte) error {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return fn(lineNo, bytes.TrimSuffix(line, []byte("\r")))
+	})
+}
+
+// eachLine calls fn for every line of r, with its line ending.
+func eachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byte) error) error {
 	br, release := Buffered(r)
 	defer release()
 	var long []byte
@@ -57,14 +77,8 @@ func EachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byt
 					return cerr
 				}
 			}
-			trimmed := bytes.TrimSpace(line)
-			if lineNo == 1 {
-				trimmed = bytes.TrimPrefix(trimmed, []byte("\xef\xbb\xbf"))
-			}
-			if len(trimmed) > 0 {
-				if ferr := fn(lineNo, trimmed); ferr != nil {
-					return ferr
-				}
+			if ferr := fn(lineNo, line); ferr != nil {
+				return ferr
 			}
 		}
 		long = nil

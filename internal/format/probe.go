@@ -28,8 +28,11 @@ func (s Shape) String() string {
 // Probe is the structural view of a file's first bytes that detection works
 // on. It never holds more than the detection limit.
 type Probe struct {
-	Name      string // file name, for extension hints
+	Name string // file name, for extension hints and name-keyed formats
+	// Prefix is the file's first bytes, without a leading UTF-8 byte order
+	// mark (BOM says whether there was one).
 	Prefix    []byte
+	BOM       bool
 	Truncated bool // the file is longer than Prefix
 	Shape     Shape
 	// First is the document (ShapeObject), the first element (ShapeArray)
@@ -115,20 +118,33 @@ func ReadProbe(r io.Reader, name string, limit int64) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Probe{Name: name}
-	if int64(len(buf)) > limit {
-		buf, p.Truncated = buf[:limit], true
+	truncated := int64(len(buf)) > limit
+	if truncated {
+		buf = buf[:limit]
 	}
-	p.Prefix = buf
-	p.analyze()
-	return p, nil
+	return NewProbe(name, buf, truncated), nil
 }
 
-// NewProbe builds a probe over an in-memory prefix (tests, fuzzing).
+// NewProbe builds a probe over an in-memory prefix of a file.
 func NewProbe(name string, prefix []byte, truncated bool) *Probe {
-	p := &Probe{Name: name, Prefix: prefix, Truncated: truncated}
+	p := &Probe{Name: name, Truncated: truncated}
+	p.Prefix, p.BOM = TrimBOM(prefix)
 	p.analyze()
 	return p
+}
+
+// BOM is the UTF-8 byte order mark (U+FEFF encoded), which editors on
+// Windows write at the start of text files.
+const BOM = "\xef\xbb\xbf"
+
+// TrimBOM returns data without a leading UTF-8 byte order mark, and whether
+// it had one. Files are accepted with or without one: the probe drops it,
+// and ingest hands adapters the file after it, so no adapter sees it.
+func TrimBOM(data []byte) ([]byte, bool) {
+	if bytes.HasPrefix(data, []byte(BOM)) {
+		return data[len(BOM):], true
+	}
+	return data, false
 }
 
 // LinesHint reports whether the file name says JSON Lines.
@@ -138,8 +154,7 @@ func (p *Probe) LinesHint() bool {
 }
 
 func (p *Probe) analyze() {
-	data := bytes.TrimPrefix(p.Prefix, []byte("\xef\xbb\xbf")) // UTF-8 BOM
-	data = bytes.TrimLeft(data, " \t\r\n")
+	data := bytes.TrimLeft(p.Prefix, " \t\r\n")
 	if len(data) == 0 {
 		p.Note = "file is empty"
 		return

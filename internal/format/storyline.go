@@ -2,6 +2,8 @@ package format
 
 import (
 	"encoding/json"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -46,4 +48,17 @@ func StripExtra(extra *string) *string {
 	}
 	out := string(StripInlineData(json.RawMessage(*extra)))
 	return &out
+}
+
+// FileID names a Storyline whose file gives it no id: the file's base name
+// without its extensions, or fallback when that is empty.
+func FileID(src Source, fallback string) string {
+	name := path.Base(strings.ReplaceAll(src.File, "\\", "/"))
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		name = name[:i]
+	}
+	if name == "" || name == "/" {
+		return fallback
+	}
+	return name
 }

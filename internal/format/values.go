@@ -327,6 +327,21 @@ func compact(raw json.RawMessage) []byte {
 	return b.Bytes()
 }
 
+// CompactJSON returns raw without insignificant space (so that text columns
+// do not depend on how a file was indented), or raw itself, trimmed, when it
+// is not a valid object or array.
+func CompactJSON(raw []byte) []byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+		return raw // a scalar has no inner space to drop
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
 // ArgumentsText normalizes tool-call arguments: objects/arrays become compact
 // JSON text; a string is kept raw (OpenAI encodes arguments as a JSON
 // string). valid says whether the text parses as JSON.

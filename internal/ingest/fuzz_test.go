@@ -33,6 +33,8 @@ func FuzzDetectAndNormalize(f *testing.F) {
 	if err != nil || len(fixtures) == 0 {
 		f.Fatalf("adapter fixtures: %v", err)
 	}
+	markdown, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(f), "internal", "format", "*", "testdata", "*.aider.chat.history.md"))
+	fixtures = append(fixtures, markdown...)
 	for _, path := range fixtures {
 		data, err := os.ReadFile(path)
 		if err != nil {

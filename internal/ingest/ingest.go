@@ -7,6 +7,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/actf"
+	"github.com/pchronicle/pchronicle/internal/format/aider"
 	"github.com/pchronicle/pchronicle/internal/format/atif"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
+	"github.com/pchronicle/pchronicle/internal/format/geminicli"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
@@ -35,6 +38,13 @@ type Options struct {
 	// fstat of the open file: an error fails the file. Snapshots use it to
 	// re-check their pin, so a file that changed is never half read.
 	Check func(fi os.FileInfo) error
+	// Outcome, when set, gives what a file beside this one records about
+	// its run — a Harbor trial's result.json (format/harbor) for the
+	// trajectory under that trial. It is called at most once, when the
+	// first main Storyline is emitted, and the outcome fills the reward,
+	// scores and reported totals every main Storyline of the file left NULL
+	// (format.Outcome.Apply). Discovery decides which file that is.
+	Outcome func(ctx context.Context) (*format.Outcome, error)
 }
 
 func (o Options) detectionBytes() int64 {
@@ -46,16 +56,21 @@ func (o Options) detectionBytes() int64 {
 
 // adapters in detection order: the most specific shapes first, so that a
 // generic "object with messages" test never claims a more specific format.
-// Claude Code lines (type user/assistant/system/summary… with sessionId and
-// uuid) match none of the other adapters; it sits before OpenAI, whose
-// shapes are the most generic. OpenHands (a history of events with id +
-// source + action/observation and no role) also sits before OpenAI, whose
-// wrapped layout would otherwise see an object with history. SWE-agent and
-// mini-swe-agent documents (a trajectory of actions, a history of role
-// messages naming their agent, info.mini_version) come before OpenAI too:
-// a mini-swe-agent file is also an object wrapping messages. They never
-// look like OpenHands events (those have no role).
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), sweagent.New(), openai.New()}
+// Aider is the one format that is not JSON: it is claimed by its file name
+// (*.aider.chat.history.md) and section header, which no other adapter
+// looks at, so it comes first and a Markdown file never reaches the JSON
+// tests. Claude Code lines (type user/assistant/system/summary… with
+// sessionId and uuid) match none of the other adapters; it sits before
+// OpenAI, whose shapes are the most generic. Gemini CLI sessions (sessionId
+// + projectHash, then messages) and OpenHands (a history of events with
+// id + source + action/observation and no role) also sit before OpenAI,
+// whose wrapped layout would otherwise see an object with messages or
+// history. SWE-agent and mini-swe-agent documents (a trajectory of
+// actions, a history of role messages naming their agent,
+// info.mini_version) come before OpenAI too: a mini-swe-agent file is also
+// an object wrapping messages. They never look like OpenHands events
+// (those have no role).
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -79,6 +94,9 @@ func Detect(p *format.Probe) (Detection, error) {
 
 // explain says, in terms a user can act on, why no adapter took the probe.
 func explain(p *format.Probe) string {
+	if strings.HasSuffix(strings.ToLower(p.Name), ".aider.chat.history.md") {
+		return `named like an Aider chat history, but it does not start with a "# aider chat started at" line`
+	}
 	if p.Note != "" {
 		return p.Note
 	}
@@ -109,6 +127,7 @@ func explain(p *format.Probe) string {
 		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
 		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
 		"SWE-agent .traj (trajectory of actions, history of role messages with agent/message_type) or mini-swe-agent (info.mini_version, trajectory_format), "+
+		"Gemini CLI sessions (sessionId + projectHash, then messages or message lines), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }
@@ -183,29 +202,70 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, format.NewProbe(src.Path, data[:n], false), bytes.NewReader(data[:n]), src, emit)
+	p := format.NewProbe(src.Path, data[:n], false)
+	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), src, opts, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
+// The adapter reads from the start of the file, after its UTF-8 byte order
+// mark if it has one.
 func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	p, err := format.ReadProbe(r, src.Path, opts.detectionBytes())
 	if err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	if _, err := r.Seek(0, io.SeekStart); err != nil {
+	start := int64(0)
+	if p.BOM {
+		start = int64(len(format.BOM))
+	}
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, p, r, src, emit)
+	return normalizeProbed(ctx, p, r, src, opts, emit)
 }
 
 // normalizeProbed detects the format from p, the prefix of r, and
 // normalizes r (read from its start).
-func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, emit format.Emit) (Detection, error) {
+func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	det, err := Detect(p)
 	if err != nil {
 		return det, err
 	}
-	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, emit))
+	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit)))
+}
+
+// withOutcome applies the outcome recorded beside the file (Options.Outcome)
+// to every main Storyline it yields — not to subagents, whose runs the
+// outcome does not describe. The outcome is read once, at the first main
+// Storyline. One that cannot be parsed is a warning on those Storylines
+// (the trajectory itself is fine); any other error fails the file.
+func withOutcome(ctx context.Context, outcome func(context.Context) (*format.Outcome, error), emit format.Emit) format.Emit {
+	if outcome == nil {
+		return emit
+	}
+	var o *format.Outcome
+	var unreadable *format.ParseError
+	read := false
+	return func(sl *model.Storyline) error {
+		if sl.Run.ParentSessionID == nil {
+			if !read {
+				read = true
+				var err error
+				if o, err = outcome(ctx); err != nil && !errors.As(err, &unreadable) {
+					return err
+				}
+			}
+			switch {
+			case unreadable != nil:
+				sl.Warnings = append(sl.Warnings, model.Warning{File: unreadable.Path, Line: unreadable.Line, Pointer: unreadable.Pointer,
+					Message: unreadable.Err.Error() + "; reward and scores are not set"})
+			case o != nil:
+				o.Apply(&sl.Run)
+				sl.Warnings = append(sl.Warnings, o.Warnings...)
+			}
+		}
+		return emit(sl)
+	}
 }
 
 // uniqueSessions enforces the identity rule that session_id is unique per

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/harbor"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
@@ -20,7 +21,12 @@ import (
 func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 	root := testutil.SamplesDir(t)
 	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF,
-		"sweagent": format.SWEAgent, "openhands": format.OpenHands}
+		"sweagent": format.SWEAgent, "openhands": format.OpenHands,
+		// other/ holds several formats: one entry per file.
+		"other/gemini-cli_harbor-rfc_session.json":                       format.GeminiCLI,
+		"other/aider_afi-core.aider.chat.history.md":                     format.Aider,
+		"other/aider_zen-mcp-server_commands-only.aider.chat.history.md": format.Aider,
+	}
 	for _, rel := range testutil.SampleFiles(t) {
 		t.Run(rel, func(t *testing.T) {
 			family := strings.SplitN(rel, "/", 2)[0]
@@ -40,8 +46,12 @@ func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if det.Format != want[family] {
-				t.Fatalf("detected %s/%s, want %s", det.Format, det.Layout, want[family])
+			wantFormat, ok := want[rel]
+			if !ok {
+				wantFormat = want[family]
+			}
+			if det.Format != wantFormat {
+				t.Fatalf("detected %s/%s, want %s", det.Format, det.Layout, wantFormat)
 			}
 			if n == 0 {
 				t.Fatal("no Storyline")
@@ -73,6 +83,12 @@ func TestUnrecognizedFilesAreExplained(t *testing.T) {
 	_, err := NormalizeFile(context.Background(), filepath.Join(dir, "config.json"), "c", Options{}, nil)
 	if !strings.Contains(err.Error(), "[name, version, dependencies]") {
 		t.Errorf("the reason should list the keys it saw: %v", err)
+	}
+	aider := filepath.Join(dir, "notes.aider.chat.history.md")
+	os.WriteFile(aider, []byte("# My notes\n\n# aider chat started at 2025-01-01 10:00:00\n"), 0o644)
+	_, err = NormalizeFile(context.Background(), aider, "n", Options{}, nil)
+	if !errors.Is(err, format.ErrUnrecognized) || !strings.HasSuffix(err.Error(), `named like an Aider chat history, but it does not start with a "# aider chat started at" line`) {
+		t.Errorf("Aider-named file: %v", err)
 	}
 }
 
@@ -194,6 +210,8 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		{"sweagent/testdata/mini-swe-agent-2.1_toolcall.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
 		{"sweagent/testdata/mini-swe-agent-2.0_textbased_limits.traj.json", format.SWEAgent, "mini-swe-agent-1.1"},
 		{"sweagent/testdata/swe-agent-1.1_retry-attempts.traj", format.SWEAgent, "traj"},
+		{"geminicli/testdata/session-2026-03-01T10-00-a1b2c3d4.jsonl", format.GeminiCLI, "jsonl"},
+		{"aider/testdata/edge.aider.chat.history.md", format.Aider, "markdown"},
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(tt.file))
 		n := 0
@@ -204,5 +222,141 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		if det.Format != tt.format || det.Layout != tt.layout {
 			t.Errorf("%s: detected %s/%s, want %s/%s", tt.file, det.Format, det.Layout, tt.format, tt.layout)
 		}
+	}
+}
+
+// TestByteOrderMarkIsAccepted: a file that starts with a UTF-8 byte order
+// mark (as editors on Windows write them) is detected and normalized exactly
+// like the same file without it, in every layout shape and on both read
+// paths (read once in memory, and streamed).
+func TestByteOrderMarkIsAccepted(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, content, format string }{
+		{"doc.json", `{"schema_version":"ATIF-v1.6","session_id":"s","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"hi"}]}`, format.ATIF},
+		{"array.json", `[{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}]`, format.OpenAI},
+		{"lines.jsonl", `{"messages":[{"role":"user","content":"a"}]}` + "\n" + `{"messages":[{"role":"user","content":"b"}]}` + "\n", format.OpenAI},
+		{"x.aider.chat.history.md", "# aider chat started at 2025-01-01 10:00:00\n\n#### hi  \n\nhello\n\n> Tokens: 10 sent, 2 received.  \n", format.Aider},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plain, withBOM := filepath.Join(dir, "plain-"+tt.name), filepath.Join(dir, "bom-"+tt.name)
+			os.WriteFile(plain, []byte(tt.content), 0o644)
+			os.WriteFile(withBOM, []byte(format.BOM+tt.content), 0o644)
+			want := normalizedRows(t, plain, tt.name, Options{})
+			// A file at least as long as the detection limit is streamed.
+			for _, opts := range []Options{{}, {MaxDetectionBytes: int64(len(tt.content))}} {
+				got := normalizedRows(t, withBOM, tt.name, opts)
+				if got != want {
+					t.Errorf("max detection bytes %d: with a BOM\n%s\nwithout\n%s", opts.MaxDetectionBytes, got, want)
+				}
+			}
+			det, err := DetectFile(withBOM, Options{})
+			if err != nil || det.Format != tt.format {
+				t.Errorf("detected %+v, %v; want %s", det, err, tt.format)
+			}
+		})
+	}
+}
+
+// normalizedRows normalizes the file at path (named file in _file_) and
+// returns its Storylines as JSON, one per line.
+func normalizedRows(t *testing.T, path, file string, opts Options) string {
+	t.Helper()
+	var out []string
+	_, err := NormalizeFile(context.Background(), path, file, opts, func(sl *model.Storyline) error {
+		b, err := jsonx.Marshal(sl)
+		out = append(out, string(b))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestTrialOutcomeReachesMainStorylines: a trajectory read with its
+// trial's result.json as Options.Outcome gets the trial's reward, scores
+// and reported totals on its main Storyline only (the trajectory's
+// subagent file reference does not make a Storyline here; the Claude Code
+// fixture's sidechains do), and whatever the file records itself wins.
+func TestTrialOutcomeReachesMainStorylines(t *testing.T) {
+	result := filepath.Join(testutil.RepoRoot(t), "internal", "format", "harbor", "testdata", "result.json")
+	reads := 0
+	opts := Options{Outcome: func(ctx context.Context) (*format.Outcome, error) {
+		reads++
+		f, err := os.Open(result)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return harbor.ReadTrialResult(f, format.Source{Path: result, File: "result.json"})
+	}}
+	collect := func(path string) []*model.Storyline {
+		t.Helper()
+		var sls []*model.Storyline
+		if _, err := NormalizeFile(context.Background(), path, filepath.Base(path), opts, func(sl *model.Storyline) error {
+			sls = append(sls, sl)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return sls
+	}
+
+	traj := filepath.Join(testutil.SamplesDir(t), "atif", "harbor-golden", "terminus_2_context-summarization", "trajectory.json")
+	run := collect(traj)[0].Run
+	if run.Reward == nil || *run.Reward != 1 || model.Deref(run.Scores) != `{"reward":1.0}` || reads != 1 {
+		t.Errorf("reward %v scores %v, %d reads", run.Reward, model.Deref(run.Scores), reads)
+	}
+	// The trajectory's own final_metrics (7802 prompt, 1030 completion, 0
+	// cached tokens, $0.029805) stay; the trial's totals differ.
+	if testutil.OrMinus1(run.ReportedCompletionTokens) != 1030 || testutil.OrMinus1(run.ReportedCachedTokens) != 0 ||
+		run.ReportedCostUSD == nil || *run.ReportedCostUSD != 0.029804999999999998 {
+		t.Errorf("reported completion %d cached %d cost %v", testutil.OrMinus1(run.ReportedCompletionTokens), testutil.OrMinus1(run.ReportedCachedTokens), run.ReportedCostUSD)
+	}
+	// A trajectory without final_metrics takes the trial's.
+	run = collect(filepath.Join(testutil.SamplesDir(t), "atif", "openagents_orchestrator_streaming.atif.jsonl"))[0].Run
+	if testutil.OrMinus1(run.ReportedPromptTokens) != 7802 || testutil.OrMinus1(run.ReportedCachedTokens) != 1024 || run.ReportedCostUSD == nil || *run.ReportedCostUSD != 0.0227 {
+		t.Errorf("no final_metrics: reported prompt %d cached %d cost %v", testutil.OrMinus1(run.ReportedPromptTokens), testutil.OrMinus1(run.ReportedCachedTokens), run.ReportedCostUSD)
+	}
+
+	reads = 0
+	sls := collect(filepath.Join(testutil.RepoRoot(t), "internal", "format", "claudecode", "testdata", "session-subagents.jsonl"))
+	for _, sl := range sls {
+		if main := sl.Run.ParentSessionID == nil; main != (sl.Run.Reward != nil) {
+			t.Errorf("%s (parent %v): reward %v", sl.Run.SessionID, sl.Run.ParentSessionID, sl.Run.Reward)
+		}
+	}
+	if len(sls) < 2 || reads != 1 {
+		t.Errorf("%d Storylines, %d reads", len(sls), reads)
+	}
+
+	// A harbor trace row's own result wins over the trial's.
+	rows := collect(filepath.Join(testutil.SamplesDir(t), "openai", "harbor-golden_openhands_hello-world.hermes-tool_call.traces.json"))
+	if r := rows[0].Run; r.Reward == nil || *r.Reward != 1 || model.Deref(r.Scores) != `{"reward":1}` {
+		t.Errorf("trace row: reward %v scores %v", r.Reward, model.Deref(r.Scores))
+	}
+}
+
+// TestUnreadableOutcome: a result.json that cannot be parsed leaves the
+// trajectory readable, with a warning naming the result file and line; an
+// error reading it fails the file.
+func TestUnreadableOutcome(t *testing.T) {
+	traj := filepath.Join(testutil.SamplesDir(t), "atif", "harbor-golden", "misc", "openhands_hello-world.trajectory.json")
+	broken := Options{Outcome: func(context.Context) (*format.Outcome, error) {
+		return harbor.ParseTrialResult([]byte("{\n\"verifier_result\": ,\n\"exception_info\": null}"), format.Source{Path: "trial/result.json"})
+	}}
+	var sl *model.Storyline
+	if _, err := NormalizeFile(context.Background(), traj, "t", broken, func(s *model.Storyline) error { sl = s; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	last := sl.Warnings[len(sl.Warnings)-1].String()
+	if sl.Run.Reward != nil || !strings.HasPrefix(last, "trial/result.json:2: harbor result.json: invalid JSON at column") ||
+		!strings.HasSuffix(last, "; reward and scores are not set") {
+		t.Errorf("reward %v, last warning %q", sl.Run.Reward, last)
+	}
+	gone := errors.New("pinned object changed")
+	failing := Options{Outcome: func(context.Context) (*format.Outcome, error) { return nil, gone }}
+	if _, err := NormalizeFile(context.Background(), traj, "t", failing, func(*model.Storyline) error { return nil }); !errors.Is(err, gone) {
+		t.Errorf("err = %v", err)
 	}
 }

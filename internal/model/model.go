@@ -48,6 +48,9 @@ const (
 // Tool-call result link kinds: how a result was matched to its call.
 const (
 	LinkByID      = "id"        // the result named the call's id
+	LinkByName    = "name"      // no id links them: the earliest unanswered call of the result's function name
+	LinkByOrder   = "order"     // no ids at all: the earliest unanswered call
+	LinkInline    = "inline"    // the call's own record holds its result
 	LinkAmbiguous = "ambiguous" // a step-level result with no call id, attached to every call of the step
 	LinkNone      = "none"      // no result was found
 )

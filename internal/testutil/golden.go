@@ -85,7 +85,7 @@ func Fixture(t testing.TB, name string) []byte {
 // fixture's name without .json/.jsonl).
 func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) { goldenStorylines(t, a, name, Fixture(t, name)) })
+		t.Run(name, func(t *testing.T) { GoldenInput(t, a, name, Fixture(t, name)) })
 	}
 }
 
@@ -93,11 +93,16 @@ func GoldenFixtures(t *testing.T, a format.Adapter, names ...string) {
 // ../shared/samples/<family> is compared with testdata/golden/<name>.golden.json.
 func GoldenSamples(t *testing.T, a format.Adapter, family string, names ...string) {
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) { goldenStorylines(t, a, name, Sample(t, family, name)) })
+		t.Run(name, func(t *testing.T) { GoldenInput(t, a, name, Sample(t, family+"/"+name)) })
 	}
 }
 
-func goldenStorylines(t *testing.T, a format.Adapter, name string, data []byte) {
+// GoldenInput normalizes data (a fixture or a sample, named name) with
+// adapter a and compares its Storylines with
+// testdata/golden/<name>.golden.json, where a JSON, JSONL or Markdown
+// extension is dropped from name (other extensions, .traj or .eval, stay).
+func GoldenInput(t *testing.T, a format.Adapter, name string, data []byte) {
+	t.Helper()
 	_, sls := MustNormalize(t, a, name, data)
 	out := make([]GoldenStoryline, len(sls))
 	for i, sl := range sls {
@@ -107,7 +112,11 @@ func goldenStorylines(t *testing.T, a format.Adapter, name string, data []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(name, ".jsonl"), ".json")
+	base := name
+	switch filepath.Ext(name) {
+	case ".json", ".jsonl", ".ndjson", ".md":
+		base = strings.TrimSuffix(name, filepath.Ext(name))
+	}
 	Golden(t, filepath.Join("testdata", "golden", base+".golden.json"), got)
 }
 

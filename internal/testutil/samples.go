@@ -43,10 +43,11 @@ func SamplesDir(t testing.TB) string {
 	return dir
 }
 
-// Sample reads the public sample <family>/<name>.
-func Sample(t testing.TB, family, name string) []byte {
+// Sample reads the sample at rel (slash-separated, e.g. "other/x.json")
+// under the samples directory.
+func Sample(t testing.TB, rel string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(SamplesDir(t), family, name))
+	data, err := os.ReadFile(filepath.Join(SamplesDir(t), filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ func loadInputs() (map[string][]byte, error) {
 		filepath.Base(sampleDraft): filepath.Join(samples, sampleDraft),
 		"atof01_relay.jsonl":       filepath.Join("testdata", "atof01_relay.jsonl"),
 		"nat02_exmp01.jsonl":       filepath.Join("testdata", "nat02_exmp01.jsonl"),
+		"nat02_idless_calls.jsonl": filepath.Join("testdata", "nat02_idless_calls.jsonl"),
 	} {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -118,6 +119,11 @@ func TestFigures(t *testing.T) {
 			prompt: 60, completion: 8, cached: 14, sources: "user,system,user,agent,agent"},
 		{file: "nat02_exmp01.jsonl", layout: LayoutNAT02, session: "scope-agent-001", status: model.StatusCompleted,
 			agent: "simple_calculator_agent", model: "nvidia/nemotron-3-super-v3", steps: 3, calls: 1,
+			prompt: -1, completion: -1, cached: -1, sources: "user,agent,agent"},
+		// 3 calls announced without ids + 4 tool scopes (one unannounced):
+		// 4 rows, not 7.
+		{file: "nat02_idless_calls.jsonl", layout: LayoutNAT02, session: "idless", status: model.StatusCompleted,
+			agent: "research_agent", model: "gpt-4.1", steps: 3, calls: 4,
 			prompt: -1, completion: -1, cached: -1, sources: "user,agent,agent"},
 	}
 	for _, tt := range tests {
@@ -191,6 +197,35 @@ func TestSampleDetails(t *testing.T) {
 	}
 }
 
+// TestIdlessCallsPairWithToolScopes: an llm output's function calls
+// without ids are the calls its tool scopes ran, paired by name and order
+// within the parent scope: one row per run, never one from the payload and
+// another from the scope. The fixture's llm output announces search(a),
+// search(b) and calc(x) without ids; the scopes run search (no id), calc
+// (runtime id rt-calc-9), search (no id), and a fourth search nobody
+// announced.
+func TestIdlessCallsPairWithToolScopes(t *testing.T) {
+	sls, _ := normalize(t, "idless.jsonl", inputs(t)["nat02_idless_calls.jsonl"])
+	type row struct{ id, name, args, result, link string }
+	want := []row{
+		{"llm-1:call:0", "search", `{"q": "a"}`, "A results", model.LinkByName},
+		{"llm-1:call:1", "search", `{"q": "b"}`, "B results", model.LinkByName},
+		{"rt-calc-9", "calc", `{"x": 1}`, "2", model.LinkByName},
+		{"tool-4", "search", `{"q":"c"}`, "C results", model.LinkByID},
+	}
+	calls := sls[0].ToolCalls
+	if len(calls) != len(want) {
+		t.Fatalf("%d tool call rows, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		tc := calls[i]
+		got := row{tc.ToolCallID, tc.FunctionName, model.Deref(tc.Arguments), model.Deref(tc.Result), tc.ResultLink}
+		if got != w || tc.StepID != "llm-1" || tc.ResultStatus != model.ResultOK {
+			t.Errorf("row %d = %+v (step %s, %s), want %+v", i, got, tc.StepID, tc.ResultStatus, w)
+		}
+	}
+}
+
 func TestSubagentLink(t *testing.T) {
 	sls, _ := normalize(t, "r.jsonl", inputs(t)["atof01_relay.jsonl"])
 	if len(sls) != 2 || sls[0].Run.SessionID != "sess-child" || sls[1].Run.SessionID != "sess-main" {
@@ -225,6 +260,17 @@ func TestEdgeCases(t *testing.T) {
 					sl.ToolCalls[0].ResultStatus != model.ResultError || model.Deref(sl.ToolCalls[0].Result) != "boom" ||
 					model.Deref(sl.ToolCalls[0].Arguments) != `{"cmd":"ls"}` || len(sl.Warnings) != 1 {
 					t.Errorf("%+v %+v %v", sl.Run, sl.ToolCalls, sl.Warnings)
+				}
+			}},
+		{name: "id-less call run by a tool scope nested in the llm scope",
+			input: `{"kind":"ScopeStart","schema_version":"0.1","uuid":"l","scope_type":"llm","name":"m","input":"q"}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"l","scope_type":"llm","name":"m","output":{"content":"","tool_calls":[{"name":"ls","arguments":{}}]}}` + "\n" +
+				`{"kind":"ScopeStart","schema_version":"0.1","uuid":"t","parent_uuid":"l","scope_type":"tool","name":"ls"}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"t","parent_uuid":"l","scope_type":"tool","name":"ls","output":"a.txt"}`,
+			check: func(t *testing.T, sls []*model.Storyline) {
+				calls := sls[0].ToolCalls
+				if len(calls) != 1 || calls[0].ToolCallID != "l:call:0" || model.Deref(calls[0].Result) != "a.txt" || calls[0].ResultLink != model.LinkByName {
+					t.Errorf("%+v", calls)
 				}
 			}},
 		{name: "dangling agent and reopened session",

@@ -21,20 +21,29 @@ type builder struct {
 	llmSteps  map[string]int // llm scope uuid → its agent step
 	openCalls map[string]int // tool_call_id → call row not yet bound to a tool scope
 	scopeRows map[*event]int // tool scope start → its call row
-	prevInput []string       // fingerprints of the previous llm input
-	llmEnded  bool
-	root      *event // the run's agent scope start
-	marks     map[string]int64
-	scopes    map[string]int64 // unmapped scope types
-	refs      []model.SubagentRef
-	redacted  int64
-	resolved  func(sessionID string) bool
+	// turnCalls are the call rows the latest llm output announced, under
+	// the llm scope's parent and under the llm scope itself (where tool
+	// scopes run: beside the llm scope or inside it); generatedID marks the
+	// rows whose id the payload did not give, and namePaired the rows a
+	// tool scope took by name (see pairByName).
+	turnCalls   map[string][]int
+	generatedID map[int]bool
+	namePaired  map[int]bool
+	prevInput   []string // fingerprints of the previous llm input
+	llmEnded    bool
+	root        *event // the run's agent scope start
+	marks       map[string]int64
+	scopes      map[string]int64 // unmapped scope types
+	refs        []model.SubagentRef
+	redacted    int64
+	resolved    func(sessionID string) bool
 }
 
 func newBuilder(sessionID string, resolved func(string) bool) *builder {
 	b := &builder{
 		stepIDs: map[string]bool{}, lastAgent: -1, llmSteps: map[string]int{},
 		openCalls: map[string]int{}, scopeRows: map[*event]int{},
+		turnCalls: map[string][]int{}, generatedID: map[int]bool{}, namePaired: map[int]bool{},
 		marks: map[string]int64{}, scopes: map[string]int64{}, resolved: resolved,
 	}
 	b.sl.Run.SessionID = sessionID
@@ -296,7 +305,16 @@ func (b *builder) llmEnd(e *event) {
 	}
 	b.llmSteps[e.uuid] = idx
 	b.llmEnded = true
+	first := len(b.sl.ToolCalls)
 	b.addCalls(e, st.StepID, m.calls)
+	turn := make([]int, 0, len(b.sl.ToolCalls)-first)
+	for row := first; row < len(b.sl.ToolCalls); row++ {
+		turn = append(turn, row)
+	}
+	b.turnCalls[e.parentUUID] = turn
+	if e.uuid != "" {
+		b.turnCalls[e.uuid] = turn
+	}
 }
 
 func (b *builder) addCalls(e *event, stepID string, calls []call) {
@@ -304,6 +322,7 @@ func (b *builder) addCalls(e *event, stepID string, calls []call) {
 		id := c.id
 		if id == "" {
 			id = stepID + ":call:" + strconv.Itoa(i)
+			b.generatedID[len(b.sl.ToolCalls)] = true
 		}
 		args, valid := format.ArgumentsText(c.args)
 		b.openCalls[id] = len(b.sl.ToolCalls)
@@ -314,11 +333,23 @@ func (b *builder) addCalls(e *event, stepID string, calls []call) {
 }
 
 // bindCall finds the call row of a tool scope: the call an llm output
-// announced with the same tool_call_id, else a new call on the parent llm's
-// step, the latest agent step, or (with a warning) an agent step of its own.
+// announced with the same tool_call_id, else the one pairByName finds, else
+// a new call on the parent llm's step, the latest agent step, or (with a
+// warning) an agent step of its own. A tool run is one row, never two.
 func (b *builder) bindCall(e *event) int {
 	if row, ok := b.openCalls[e.toolCallID]; ok && e.toolCallID != "" {
 		delete(b.openCalls, e.toolCallID)
+		b.scopeRows[e] = row
+		b.setArgs(row, e)
+		return row
+	}
+	if row := b.pairByName(e); row >= 0 {
+		tc := &b.sl.ToolCalls[row]
+		delete(b.openCalls, tc.ToolCallID)
+		if e.toolCallID != "" {
+			tc.ToolCallID = e.toolCallID // the payload named none: the runtime's id is the call's
+		}
+		b.namePaired[row] = true
 		b.scopeRows[e] = row
 		b.setArgs(row, e)
 		return row
@@ -340,6 +371,27 @@ func (b *builder) bindCall(e *event) int {
 	b.scopeRows[e] = row
 	b.setArgs(row, e)
 	return row
+}
+
+// pairByName finds the call a tool scope ran when no id links them (the
+// llm payload gave the call no id, or the tool scope carries none), as
+// NAT's ATOF→ATIF converter pairs them: among the calls the latest llm
+// output announced in the tool's parent scope, the earliest still unbound
+// one with the tool's name — so two calls of one tool in a turn pair in
+// order. A tool scope that has an id of its own only takes a call without
+// one. It returns -1 when no call fits.
+func (b *builder) pairByName(e *event) int {
+	for _, row := range b.turnCalls[e.parentUUID] {
+		tc := &b.sl.ToolCalls[row]
+		if open, ok := b.openCalls[tc.ToolCallID]; !ok || open != row || tc.FunctionName != e.name {
+			continue
+		}
+		if e.toolCallID != "" && !b.generatedID[row] {
+			continue
+		}
+		return row
+	}
+	return -1
 }
 
 func (b *builder) setArgs(row int, e *event) {
@@ -364,6 +416,9 @@ func (b *builder) toolEnd(e *event) {
 		tc.Result = &text
 	}
 	tc.ResultLink, tc.ResultStatus = model.LinkByID, model.ResultOK
+	if b.namePaired[row] {
+		tc.ResultLink = model.LinkByName
+	}
 	if e.status == "error" || e.status == "cancelled" || !format.IsNull(e.errRaw) {
 		tc.ResultStatus = model.ResultError
 		if tc.Result == nil {
@@ -521,7 +576,7 @@ func endExtra(e *event, extra *string) *string {
 func leftover(e *event) *string {
 	obj := make(map[string]json.RawMessage, len(e.obj))
 	for k, v := range e.obj {
-		switch string(compactJSON(v)) {
+		switch string(format.CompactJSON(v)) {
 		case "null", "[]", "{}":
 			continue
 		}

@@ -97,7 +97,7 @@ func decodeMessage(obj map[string]json.RawMessage, raw json.RawMessage) message 
 	if r := first(format.String(obj["reasoning_content"]), format.String(obj["reasoning"])); r != "" && m.reasoning == nil {
 		m.reasoning = &r
 	}
-	m.fingerprint = string(compactJSON(raw))
+	m.fingerprint = string(format.CompactJSON(raw))
 	return m
 }
 
@@ -145,7 +145,7 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 		case b["functionResponse"] != nil:
 			fr := subObject(b["functionResponse"])
 			m.toolCallID = str(fr, "id")
-			texts = append(texts, string(compactJSON(fr["response"])))
+			texts = append(texts, string(format.CompactJSON(fr["response"])))
 		case (typ == "" || typ == "text" || typ == "input_text" || typ == "output_text") && b["text"] != nil:
 			texts = append(texts, format.String(b["text"]))
 		default:
@@ -272,12 +272,4 @@ func count(obj map[string]json.RawMessage, keys ...string) *int64 {
 		}
 	}
 	return nil
-}
-
-func compactJSON(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
-	}
-	return b.Bytes()
 }

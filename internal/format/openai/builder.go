@@ -10,15 +10,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// Result link kinds this adapter adds to model.LinkByID: formats without
-// call ids link results by position or by function name, and hosted
-// Responses tools carry their result inline in the call item.
-const (
-	linkByOrder = "order"  // no ids: the earliest unanswered call without an id
-	linkByName  = "name"   // legacy function role: the earliest unanswered call of that name
-	linkInline  = "inline" // the call item itself holds the result
-)
-
 // nameKeyPrefix keeps legacy function-name link keys apart from call ids.
 const nameKeyPrefix = "\x00fn:"
 
@@ -43,6 +34,14 @@ type builder struct {
 	// result, oldest first. Ids are only unique per conversation and may
 	// repeat, so a result answers the earliest unanswered call.
 	pending map[string][]int
+	// textCalls are the calls the latest message wrote into its text
+	// (<tool_call> blocks), and plainObservations says that a plain user
+	// turn right after them is their observation (Harbor trace exports).
+	textCalls         []int
+	plainObservations bool
+	// toolDefs is the first <tools> schema found in a system or user turn,
+	// for the run's extra.
+	toolDefs []byte
 }
 
 func newBuilder(layout string, l loc) *builder {
@@ -82,26 +81,50 @@ func (b *builder) addCall(tc model.ToolCall, key string) {
 // resolve links a result carried by step stepID to the earliest unanswered
 // call under key. It reports false when no call is waiting.
 func (b *builder) resolve(key, link string, result *string, status, stepID string) bool {
-	q := b.pending[key]
-	if len(q) == 0 {
+	i := b.take(key, nil)
+	if i < 0 {
 		return false
 	}
-	tc := &b.sl.ToolCalls[q[0]]
-	if len(q) == 1 {
-		delete(b.pending, key)
-	} else {
-		b.pending[key] = q[1:]
+	b.answer(i, link, result, status, stepID)
+	return true
+}
+
+// take removes and returns the earliest call waiting under key for which
+// match (nil: any) holds, or -1.
+func (b *builder) take(key string, match func(call int) bool) int {
+	q := b.pending[key]
+	for n, i := range q {
+		if match != nil && !match(i) {
+			continue
+		}
+		switch {
+		case len(q) == 1:
+			delete(b.pending, key)
+		case n == 0:
+			b.pending[key] = q[1:]
+		default:
+			b.pending[key] = append(q[:n:n], q[n+1:]...)
+		}
+		return i
 	}
+	return -1
+}
+
+// answer records the result of call i, carried by step stepID.
+func (b *builder) answer(i int, link string, result *string, status, stepID string) {
+	tc := &b.sl.ToolCalls[i]
 	tc.Result, tc.ResultStatus, tc.ResultLink = result, status, link
 	if tc.StepID != stepID {
 		tc.ResultStepID = model.Str(stepID)
 	}
-	return true
 }
 
 // finish fills what is derived from the whole Storyline, then Finalize.
 func (b *builder) finish(file string) *model.Storyline {
 	sl := b.sl
+	if b.toolDefs != nil && !hasToolDefinitions(sl.Run.Extra) {
+		sl.Run.Extra = format.MergeExtra(sl.Run.Extra, "tool_definitions", b.toolDefs)
+	}
 	if missing := format.UnansweredCalls(sl.ToolCalls); missing > 0 {
 		b.warn(fmt.Sprintf("%d tool call(s) have no result", missing))
 	}
@@ -116,6 +139,18 @@ func (b *builder) finish(file string) *model.Storyline {
 	}
 	sl.Finalize(file)
 	return sl
+}
+
+// hasToolDefinitions reports whether a run's extra already holds the
+// record's own tool schema (tools or tool_definitions).
+func hasToolDefinitions(extra *string) bool {
+	if extra == nil {
+		return false
+	}
+	obj := format.SplitObject([]byte(*extra))
+	_, tools := obj["tools"]
+	_, defs := obj["tool_definitions"]
+	return tools || defs
 }
 
 // fingerprints returns one hash per step over what a repeated message keeps

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -62,7 +61,7 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	if bl.onlyResults() && source == model.SourceUser {
 		source = model.SourceTool // a user message that only returns tool results
 	}
-	st := model.Step{StepID: stepID, Source: source}
+	st := model.Step{StepID: stepID}
 
 	text, kind, hasContent := content(m["content"])
 	switch {
@@ -72,11 +71,17 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	default:
 		text, kind, hasContent = bl.text, bl.kind, bl.hasText
 	}
+	if bl != nil {
+		for _, w := range bl.warnings {
+			b.warnAt(at, w.msg, w.parts...)
+		}
+	}
 
 	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
 	var reasoning []string
 	if bl != nil {
 		reasoning = append(reasoning, bl.thinking...)
+		known = append(known, bl.consumed...)
 	}
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		if r, ok := stringValue(m[k]); ok {
@@ -94,11 +99,42 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	if len(reasoning) > 0 {
 		st.Reasoning = model.Str(strings.Join(reasoning, "\n"))
 	}
+
+	// Tool use written into the text, when the message has no structured
+	// form of it (which would otherwise be counted twice).
+	prevTextCalls := b.textCalls
+	b.textCalls = nil
+	var textCalls []blockCall
+	var responses []string
+	observation := false
+	if hasContent && kind == format.KindText {
+		switch {
+		case source == model.SourceAgent && !hasStructuredCalls(m, bl):
+			var bad int
+			text, textCalls, bad = splitToolCalls(text)
+			if bad > 0 {
+				b.warnAt(at, strconv.Itoa(bad)+" <tool_call> block(s) are not {name, arguments} JSON; kept as text", "content")
+			}
+		case source == model.SourceSystem || source == model.SourceUser:
+			b.noteTools(at, text)
+		}
+		if (source == model.SourceUser || source == model.SourceTool) && !hasStructuredResult(m, bl) {
+			var rest string
+			responses, rest = toolResponses(text)
+			if len(responses) > 0 && rest == "" {
+				source = model.SourceTool
+			}
+			// Harbor's trace export writes a step's observation as the
+			// plain user turn that follows its calls.
+			observation = len(responses) == 0 && role == "user" && b.plainObservations && len(prevTextCalls) > 0
+			if observation {
+				source = model.SourceTool
+			}
+		}
+	}
+	st.Source = source
 	if canonical {
 		known = append(known, "role")
-	}
-	if bl != nil && bl.fromParts {
-		known = append(known, "parts")
 	}
 	refusal, _ := stringValue(m["refusal"])
 	switch {
@@ -115,8 +151,19 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 
 	b.messageMetrics(&st, m)
 	st.Extra = messageExtra(m, known)
+	if bl != nil && bl.channels != nil {
+		st.Extra = format.MergeExtra(st.Extra, "channels", bl.channels)
+	}
 
-	calls := b.chatToolCalls(stepID, at, m) + b.blockToolCalls(stepID, at, bl)
+	calls := b.chatToolCalls(stepID, at, m)
+	if bl != nil {
+		calls += b.blockToolCalls(stepID, bl.calls)
+	}
+	first := len(b.sl.ToolCalls)
+	calls += b.blockToolCalls(stepID, textCalls)
+	for i := first; i < len(b.sl.ToolCalls); i++ {
+		b.textCalls = append(b.textCalls, i)
+	}
 	if calls > 0 && (!hasContent || text == "") {
 		st.MessageKind, st.MessageValue = kindToolCallsOnly, nil
 	}
@@ -124,8 +171,42 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	switch {
 	case bl != nil && len(bl.results) > 0:
 		b.blockResults(stepID, at, bl)
+	case len(responses) > 0:
+		b.textResults(stepID, at, responses)
+	case observation:
+		b.observation(stepID, prevTextCalls, st.MessageValue)
 	case source == model.SourceTool:
 		b.chatResult(stepID, at, role, m, st.MessageValue)
+	}
+}
+
+// hasStructuredCalls reports whether a message carries its tool calls in a
+// structured form (tool_calls, function_call or content blocks).
+func hasStructuredCalls(m map[string]jsonx.RawMessage, bl *blocks) bool {
+	return !format.IsNull(m["tool_calls"]) || !format.IsNull(m["function_call"]) || (bl != nil && len(bl.calls) > 0)
+}
+
+// hasStructuredResult reports whether a message names the call it answers
+// or carries its results in blocks.
+func hasStructuredResult(m map[string]jsonx.RawMessage, bl *blocks) bool {
+	return !format.IsNull(m["tool_call_id"]) || !format.IsNull(m["tool_call_ids"]) || (bl != nil && len(bl.results) > 0)
+}
+
+// observation links a plain observation turn to the calls the previous
+// turn wrote into its text: one call gets it as its result; when several
+// calls share it, each gets the whole text (result_link ambiguous).
+func (b *builder) observation(stepID string, calls []int, text *string) {
+	link := model.LinkByOrder
+	if len(calls) > 1 {
+		link = model.LinkAmbiguous
+	}
+	if text == nil {
+		text = model.StrAlways("")
+	}
+	for _, i := range calls {
+		if b.take("", func(call int) bool { return call == i }) >= 0 {
+			b.answer(i, link, text, model.ResultOK, stepID)
+		}
 	}
 }
 
@@ -136,13 +217,7 @@ func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	if len(raw) > 0 && raw[0] == '"' {
 		return format.FastString(raw), format.KindText, true
 	}
-	if len(raw) > 0 && (raw[0] == '[' || raw[0] == '{') {
-		var buf bytes.Buffer
-		if json.Compact(&buf, raw) == nil {
-			raw = buf.Bytes()
-		}
-	}
-	return format.Content(raw)
+	return format.Content(format.CompactJSON(raw))
 }
 
 func stringValue(raw jsonx.RawMessage) (string, bool) {
@@ -290,7 +365,7 @@ func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
 // function_call) and returns how many there were.
 func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMessage) int {
 	n := 0
-	if raw := m["tool_calls"]; !format.IsNull(raw) {
+	if raw := m["tool_calls"]; !format.IsNull(raw) && objectValue(raw) == nil { // an object is fast-agent's map (blocks.go)
 		calls := objects(raw)
 		if calls == nil {
 			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
@@ -383,9 +458,9 @@ func (b *builder) chatResult(stepID string, at loc, role string, m map[string]js
 	switch {
 	case key != "":
 	case role == "function":
-		key, link = nameKeyPrefix+format.String(m["name"]), linkByName
+		key, link = nameKeyPrefix+format.String(m["name"]), model.LinkByName
 	default:
-		link = linkByOrder
+		link = model.LinkByOrder
 	}
 	if result == nil {
 		result = model.StrAlways("")

@@ -54,12 +54,9 @@ func eachElement(ctx context.Context, r io.Reader, src format.Source, fn func(l 
 	return nil
 }
 
-// firstByte returns the first non-space byte without consuming it (after a
-// UTF-8 byte order mark, which it drops). An empty input gives 0.
+// firstByte returns the first non-space byte without consuming it. An
+// empty input gives 0.
 func firstByte(br *bufio.Reader) (byte, error) {
-	if bom, err := br.Peek(3); err == nil && string(bom) == "\xef\xbb\xbf" {
-		_, _ = br.Discard(3)
-	}
 	for {
 		b, err := br.Peek(1)
 		if err == io.EOF {

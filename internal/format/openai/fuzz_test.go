@@ -10,6 +10,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // fuzzSeeds are the samples plus the hand-made inputs and small edge cases.
@@ -18,6 +19,9 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		[]byte(droneJSONL), []byte(chatArray), []byte(miniSWE), []byte(openAIChatExport), []byte(sweAgentTraj),
 		[]byte(shareGPT), []byte(messageLines), []byte(batchInput), []byte(batchOutput), []byte(proxyLog),
 		[]byte(responseObject), []byte(itemArray), []byte(legacyCodex), []byte(codexTruncated),
+		[]byte(hermesJSONL), []byte(llamaFactoryParts), []byte(shareGPTCallList), []byte(harborTwoCalls),
+		[]byte(`{"messages":[{"role":"assistant","content":"<tool_call><tool_call>{}</tool_call></tool_call><tools>x</tools>"}]}` + "\n"),
+		[]byte(`{"messages":[{"role":"assistant","content":[],"tool_calls":{"a":1,"b":{"params":{"name":"x"}}}},{"role":"user","tool_results":{"a":[],"b":{"isError":true}},"channels":{"reasoning":7}}]}`),
 		[]byte(`{"messages":null}`), []byte(`{"messages":[null,1,"x",{}]}` + "\n"), []byte(`[{"messages":{}}]`),
 		[]byte(`{"messages":[{"role":"tool","tool_call_id":"x"},{"role":"assistant","tool_calls":"x"}]}` + "\n"),
 		[]byte(`{"messages":[{"role":"assistant","content":"a</think>b<thinking>c"}]}` + "\n"),
@@ -48,36 +52,13 @@ func FuzzNormalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, layout := range layouts {
 			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
-				func(sl *model.Storyline) error { return checkStoryline(sl) })
+				func(sl *model.Storyline) error { return testutil.CheckStoryline(sl) })
 			var pe *format.ParseError
 			if err != nil && !errors.As(err, &pe) {
 				t.Fatalf("%s: error is not a ParseError: %v", layout, err)
 			}
 		}
 	})
-}
-
-// checkStoryline asserts the invariants every emitted Storyline keeps.
-func checkStoryline(sl *model.Storyline) error {
-	steps := map[string]bool{}
-	for _, st := range sl.Steps {
-		if steps[st.StepID] {
-			return errors.New("duplicate step_id " + st.StepID)
-		}
-		steps[st.StepID] = true
-		if st.Source == "" || st.MessageKind == "" {
-			return errors.New("step without source or kind")
-		}
-	}
-	for _, tc := range sl.ToolCalls {
-		if !steps[tc.StepID] || (tc.ResultStepID != nil && !steps[*tc.ResultStepID]) {
-			return errors.New("tool call refers to a missing step")
-		}
-	}
-	if sl.Run.SessionID == "" || sl.Run.RunID == "" || sl.Run.Status == "" {
-		return errors.New("run without identity or status")
-	}
-	return nil
 }
 
 // FuzzDetect checks that detection never panics and that what it accepts
@@ -94,7 +75,7 @@ func FuzzDetect(f *testing.F) {
 			return
 		}
 		err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
-			func(sl *model.Storyline) error { return checkStoryline(sl) })
+			func(sl *model.Storyline) error { return testutil.CheckStoryline(sl) })
 		var pe *format.ParseError
 		if err != nil && !errors.As(err, &pe) {
 			t.Fatalf("%s: %v", layout, err)

@@ -260,7 +260,7 @@ func TestGeminiParts(t *testing.T) {
 		t.Errorf("result step: %s extra %s", sl.Steps[2].Source, model.Deref(sl.Steps[2].Extra))
 	}
 	type call struct{ name, args, result, link, resultStep string }
-	want := []call{{"ls", `{"path":"."}`, `{"output":"a.txt"}`, linkByName, "2"}, {"wc", `{}`, `{"n":1}`, model.LinkByID, "2"}}
+	want := []call{{"ls", `{"path":"."}`, `{"output":"a.txt"}`, model.LinkByName, "2"}, {"wc", `{}`, `{"n":1}`, model.LinkByID, "2"}}
 	for i, w := range want {
 		tc := sl.ToolCalls[i]
 		if got := (call{tc.FunctionName, model.Deref(tc.Arguments), model.Deref(tc.Result), tc.ResultLink, model.Deref(tc.ResultStepID)}); got != w {
@@ -306,7 +306,7 @@ func TestShareGPT(t *testing.T) {
 	}
 	tc := sl.ToolCalls[0]
 	if tc.FunctionName != "get_weather" || model.Deref(tc.Arguments) != `{"city":"Paris"}` || !tc.ArgumentsValid ||
-		tc.ResultLink != linkByOrder || model.Deref(tc.ResultStepID) != "2" || model.Deref(tc.Result) != `{"temp": 20}` {
+		tc.ResultLink != model.LinkByOrder || model.Deref(tc.ResultStepID) != "2" || model.Deref(tc.Result) != `{"temp": 20}` {
 		t.Errorf("call: %+v", tc)
 	}
 	if e := model.Deref(sl.Run.Extra); !strings.Contains(e, `"system":"be nice"`) || !strings.Contains(e, `"tools":`) {
@@ -371,7 +371,7 @@ func TestResponses(t *testing.T) {
 		if fc := sl.ToolCalls[0]; fc.ToolCallID != "call_1" || fc.ResultStatus != model.ResultMissing || model.Deref(fc.Extra) != `{"id":"fc_1","status":"completed"}` {
 			t.Errorf("function call: %+v", fc)
 		}
-		if ws := sl.ToolCalls[1]; ws.FunctionName != "web_search" || ws.ResultLink != linkInline || ws.ResultStatus != model.ResultOK {
+		if ws := sl.ToolCalls[1]; ws.FunctionName != "web_search" || ws.ResultLink != model.LinkInline || ws.ResultStatus != model.ResultOK {
 			t.Errorf("web search: %+v", ws)
 		}
 		if st := sl.Steps[2]; *st.PromptTokens != 36 || *st.CompletionTokens != 87 || model.Deref(st.ModelName) != "gpt-4.1" {

@@ -88,6 +88,7 @@ func normalizeHarbor(ctx context.Context, r io.Reader, src format.Source, emit f
 			return elementError(src, l, err)
 		}
 		b := newBuilder(layoutHarbor, l)
+		b.plainObservations = true
 		runID := format.String(top["run_id"])
 		base := format.String(top["trial_name"])
 		if base == "" {
@@ -117,10 +118,27 @@ func normalizeHarbor(ctx context.Context, r io.Reader, src format.Source, emit f
 			}
 		}
 		b.chatMessages(top["conversations"], 0, l.sub("conversations"))
-		run.Extra = format.Extra(top, "conversations", "agent", "model", "run_id")
+		run.Reward, run.Scores = traceResult(top["result"])
+		run.Extra = format.Extra(top, "conversations", "agent", "model", "run_id", "result")
 		history.mark(runID, b.sl)
 		return emit(b.finish(src.File))
 	})
+}
+
+// traceResult maps a harbor trace row's result, the trial's reward bucket
+// ("1.0") or the name of the exception it raised: a number is the reward
+// and scores {"reward": n}; a name gives scores {"exception_type": name}.
+func traceResult(raw jsonx.RawMessage) (reward *float64, scores *string) {
+	result := format.String(raw)
+	if result == "" {
+		return nil, nil
+	}
+	if f, ok := format.Float(raw); ok {
+		obj, _ := jsonx.Marshal(map[string]float64{"reward": f})
+		return model.Float(f), model.Str(string(obj))
+	}
+	obj, _ := jsonx.Marshal(map[string]string{"exception_type": result})
+	return nil, model.Str(string(obj))
 }
 
 // shareGPTRoles maps ShareGPT "from" values to chat roles.
@@ -178,16 +196,26 @@ func (b *builder) shareGPTTurn(at loc, t map[string]jsonx.RawMessage) map[string
 		m["content"] = t["value"]
 		return m
 	}
-	var call struct {
-		Name      string           `json:"name"`
-		Arguments jsonx.RawMessage `json:"arguments"`
+	// LLaMA-Factory also accepts a list of calls in one function_call turn.
+	value := []byte(format.String(t["value"]))
+	elems, isList := format.SplitArray(value)
+	if !jsonx.Valid(value) || !isList {
+		elems = [][]byte{value}
 	}
-	if jsonx.Unmarshal([]byte(format.String(t["value"])), &call) != nil || call.Name == "" {
-		b.warnAt(at, "function_call value is not {name, arguments} JSON; kept as text", "value")
-		m["content"] = t["value"]
-		return m
+	calls := make([]map[string]any, 0, len(elems))
+	for _, e := range elems {
+		c, ok := textCall(e)
+		if !ok {
+			b.warnAt(at, "function_call value is not {name, arguments} JSON; kept as text", "value")
+			m["content"] = t["value"]
+			return m
+		}
+		call := map[string]any{"type": "function", "function": map[string]any{"name": c.name, "arguments": c.args}}
+		if c.extra != nil {
+			call["extra"] = jsonx.RawMessage(*c.extra) // kept in the call's extra
+		}
+		calls = append(calls, call)
 	}
-	calls := []map[string]any{{"type": "function", "function": map[string]any{"name": call.Name, "arguments": call.Arguments}}}
 	m["tool_calls"], _ = jsonx.Marshal(calls)
 	return m
 }

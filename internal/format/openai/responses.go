@@ -180,7 +180,7 @@ func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.Raw
 	if n := format.String(it["name"]); n != "" {
 		name = n
 	}
-	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: linkInline}
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: model.LinkInline}
 	known := []string{"type", "id", "name"}
 	if keys[0] != "" {
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(it[keys[0]])
@@ -216,7 +216,7 @@ func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emi
 	b := newBuilder(layoutResponses, loc{})
 	id := fileID(src)
 	b.sl.Run.RunID, b.sl.Run.SessionID = id, id
-	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	trimmed := bytes.TrimSpace(data)
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '[':
 		if !jsonx.Valid(trimmed) {

@@ -220,3 +220,162 @@ func TestDetectSkipsOtherFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestHarborHermesTraces: the harbor export of an OpenHands run writes its
+// calls as <tool_call> blocks. Counted with python: row 0 has 5 messages
+// and 1 block (str_replace_editor); row 1 repeats those 5 and adds the
+// observation turn and 1 block (finish). The observation answers the first
+// call; the episode ends on finish, whose result is in no row.
+func TestHarborHermesTraces(t *testing.T) {
+	name := "harbor-golden_openhands_hello-world.hermes-tool_call.traces.json"
+	layout, sls := mustNormalize(t, name, sample(t, name))
+	if layout != layoutHarbor || len(sls) != 2 {
+		t.Fatalf("layout %q, %d rows", layout, len(sls))
+	}
+	wantCalls(t, sls[0], []call{{"4", "str_replace_editor",
+		`{"command":"create","path":"/app/hello.txt","file_text":"Hello, world!","security_risk":"LOW"}`, "missing", "", "", model.LinkNone}})
+	wantCalls(t, sls[1], []call{
+		{"4", "str_replace_editor", `{"command":"create","path":"/app/hello.txt","file_text":"Hello, world!","security_risk":"LOW"}`,
+			"ok", "5", "File created successfully at: /app/hello.txt", model.LinkByOrder},
+		{"6", "finish", `{"message":"Task complete. Created /app/hello.txt with 'Hello, world!'"}`, "missing", "", "", model.LinkNone},
+	})
+	for i, want := range []struct {
+		sources         string
+		steps, toolCall int64
+	}{{"uuuua", 5, 1}, {"uuuuata", 2, 1}} { // row 1: its first 5 steps are copied context
+		sl := sls[i]
+		if got := sourceLetters(sl); got != want.sources || sl.Run.StepCount != want.steps || sl.Run.ToolCallCount != want.toolCall {
+			t.Errorf("row %d: sources %q, step_count %d, tool_call_count %d", i, got, sl.Run.StepCount, sl.Run.ToolCallCount)
+		}
+		if model.Deref(sl.Steps[4].MessageValue) != "I edited the file /app/hello.txt." {
+			t.Errorf("row %d: calling step text %q", i, model.Deref(sl.Steps[4].MessageValue))
+		}
+		if sl.Run.Reward == nil || *sl.Run.Reward != 1 || model.Deref(sl.Run.Scores) != `{"reward":1}` {
+			t.Errorf("row %d: reward %v scores %v", i, sl.Run.Reward, model.Deref(sl.Run.Scores))
+		}
+		// The row's own tool_definitions (6 tools) win over the <tools> block.
+		if e := model.Deref(sl.Run.Extra); strings.Count(e, `"type":"function"`) != 6 || !strings.HasPrefix(strings.SplitN(e, `"tool_definitions":`, 2)[1], `[{"function":{"description":"Execute a bash command`) {
+			t.Errorf("row %d: tool_definitions %.200s", i, e)
+		}
+	}
+	if model.Deref(sls[1].Steps[6].MessageValue) != "All done! What's next on the agenda?" {
+		t.Errorf("last step %q", model.Deref(sls[1].Steps[6].MessageValue))
+	}
+}
+
+// TestGlaiveToolCallShareGPT: counted with python over the 300 records:
+// 1880 turns (722 human, 724 gpt, 216 function_call, 218 observation). Each
+// function_call value is one {name, arguments} object; observations answer
+// the earliest unanswered call. Records 197 and 293 write their call as
+// prose in a gpt turn ("AI 计算折扣: {...}"), so their observation answers
+// nothing: 216 calls all answered, 2 warnings.
+func TestGlaiveToolCallShareGPT(t *testing.T) {
+	name := "sharegpt_llama-factory_glaive_toolcall_zh_demo.json"
+	layout, sls := mustNormalize(t, name, sample(t, name))
+	if layout != layoutShareGPT || len(sls) != 300 {
+		t.Fatalf("layout %q, %d records", layout, len(sls))
+	}
+	sources := map[string]int{}
+	var steps, answered int
+	var warned []string
+	for _, sl := range sls {
+		steps += len(sl.Steps)
+		for _, st := range sl.Steps {
+			sources[st.Source+"/"+st.MessageKind]++
+		}
+		for _, tc := range sl.ToolCalls {
+			if tc.ResultStatus == model.ResultOK && tc.ResultLink == model.LinkByOrder && tc.ResultStepID != nil && tc.Arguments != nil && tc.ArgumentsValid {
+				answered++
+			}
+		}
+		for _, w := range sl.Warnings {
+			warned = append(warned, w.Pointer+": "+w.Message)
+		}
+	}
+	want := map[string]int{"user/text": 722, "agent/text": 724, "agent/tool_calls_only": 216, "tool/text": 218}
+	for k, n := range want {
+		if sources[k] != n {
+			t.Errorf("%s steps = %d, want %d", k, sources[k], n)
+		}
+	}
+	if steps != 1880 || answered != 216 {
+		t.Errorf("%d steps, %d answered calls", steps, answered)
+	}
+	if strings.Join(warned, "\n") != "/197/conversations/2: tool result matches no unanswered call\n/293/conversations/2: tool result matches no unanswered call" {
+		t.Errorf("warnings:\n%s", strings.Join(warned, "\n"))
+	}
+	if tc := sls[0].ToolCalls[0]; tc.FunctionName != "generate_invoice" || !strings.Contains(model.Deref(tc.Arguments), `"customer_name":"约翰·多伊"`) ||
+		!strings.HasPrefix(model.Deref(tc.Result), `{"invoice_id": "INV12345"`) {
+		t.Errorf("first call: %+v", tc)
+	}
+}
+
+// TestFastAgentHistory: counted with python: 26 messages; 8 assistant
+// messages hold one tools/call request each in their tool_calls map, the
+// next user message answers it in tool_results under the same id (t10 and
+// t12 with isError true); reasoning sits in channels.reasoning.
+func TestFastAgentHistory(t *testing.T) {
+	name := "fast-agent_ripgrep-tuning.history.json"
+	layout, sls := mustNormalize(t, name, sample(t, name))
+	if layout != layoutWrapped || len(sls) != 1 {
+		t.Fatalf("layout %q, %d storylines", layout, len(sls))
+	}
+	sl := sls[0]
+	if got := sourceLetters(sl); got != "uatauatauatauatatauatatata" {
+		t.Errorf("sources %q", got)
+	}
+	var ids, errs []string
+	for _, tc := range sl.ToolCalls {
+		ids = append(ids, tc.ToolCallID)
+		exit := "0" // the result's exit_code, kept in the call's extra
+		if tc.ResultStatus == model.ResultError {
+			exit = "1"
+		}
+		if tc.FunctionName != "execute" || tc.ResultLink != model.LinkByID || model.Deref(tc.Extra) != `{"result":{"exit_code":`+exit+`}}` {
+			t.Errorf("call %s: %+v extra %s", tc.ToolCallID, tc, model.Deref(tc.Extra))
+		}
+		if tc.ResultStatus == model.ResultError {
+			errs = append(errs, tc.ToolCallID)
+		}
+	}
+	if strings.Join(ids, ",") != "t1,t2,t4,t5,t6,t10,t11,t12" || strings.Join(errs, ",") != "t10,t12" {
+		t.Errorf("calls %v, errors %v", ids, errs)
+	}
+	st := sl.Steps[1]
+	if st.MessageKind != kindToolCallsOnly || model.Deref(st.Reasoning) != "The query includes a filename (schema.py). First locate that file to avoid broad scans." ||
+		model.Deref(st.Extra) != `{"stop_reason":"toolUse"}` {
+		t.Errorf("calling step: %+v reasoning %q extra %s", st, model.Deref(st.Reasoning), model.Deref(st.Extra))
+	}
+	if len(sl.Warnings) != 0 {
+		t.Errorf("warnings %v", sl.Warnings)
+	}
+}
+
+// TestFastAgentConversation: counted with python: 6 messages, user and
+// assistant in turn; each assistant message has channels.reasoning and a
+// fast-agent-timing channel (JSON text), stop_reason endTurn; every message
+// has is_template false. No tools.
+func TestFastAgentConversation(t *testing.T) {
+	name := "fast-agent_25_11_29_00_46-conversation.history.json"
+	_, sls := mustNormalize(t, name, sample(t, name))
+	sl := sls[0]
+	if got := sourceLetters(sl); got != "uauaua" || len(sl.ToolCalls) != 0 || len(sl.Warnings) != 0 {
+		t.Fatalf("sources %q, %d calls, warnings %v", got, len(sl.ToolCalls), sl.Warnings)
+	}
+	for i, st := range sl.Steps {
+		extra := model.Deref(st.Extra)
+		if i%2 == 0 {
+			if st.Reasoning != nil || extra != `{"is_template":false}` {
+				t.Errorf("user step %d: reasoning %v extra %s", i, st.Reasoning, extra)
+			}
+			continue
+		}
+		if !strings.HasPrefix(model.Deref(st.Reasoning), " The user") || !strings.HasPrefix(extra, `{"channels":{"fast-agent-timing":[{"type":"text","text":"{\"start_time\": `) ||
+			!strings.HasSuffix(extra, `"is_template":false,"stop_reason":"endTurn"}`) {
+			t.Errorf("assistant step %d: reasoning %.40q extra %s", i, model.Deref(st.Reasoning), extra)
+		}
+	}
+	if v := model.Deref(sl.Steps[3].MessageValue); v != " Why don't programmers like nature? Because it has too many bugs." {
+		t.Errorf("step 3: %q", v)
+	}
+}

@@ -26,7 +26,7 @@ var samples = []string{
 	"openhands_runtime_trajs_basic_gui_mode.json",
 }
 
-func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "openhands", name) }
+func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "openhands/"+name) }
 
 func normalize(t testing.TB, name string, data []byte) []*model.Storyline {
 	t.Helper()

@@ -41,7 +41,7 @@ func TestGolden(t *testing.T) {
 	testutil.GoldenFixtures(t, New(), fixtures...)
 }
 
-func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "sweagent", name) }
+func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "sweagent/"+name) }
 
 // TestFigures asserts figures counted by hand (python over the JSON) from
 // each file by its producer's rules:

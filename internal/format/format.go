@@ -28,6 +28,7 @@ const (
 	Canonical  = "canonical"
 	ClaudeCode = "claude-code"
 	OpenHands  = "openhands"
+	Inspect    = "inspect"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -17,6 +17,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/atif"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
+	"github.com/pchronicle/pchronicle/internal/format/inspect"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -49,8 +50,11 @@ func (o Options) detectionBytes() int64 {
 // uuid) match none of the other adapters; it sits before OpenAI, whose
 // shapes are the most generic. OpenHands (a history of events with id +
 // source + action/observation and no role) also sits before OpenAI, whose
-// wrapped layout would otherwise see an object with history.
-var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), openai.New()}
+// wrapped layout would otherwise see an object with history. Inspect AI
+// (zips, and JSON logs with an eval spec or Inspect samples) sits before
+// OpenAI too: a JSON log's samples hold role messages that OpenAI's
+// shapes would otherwise try.
+var adapters = []format.Adapter{atif.New(), canonical.New(), actf.New(), claudecode.New(), openhands.New(), inspect.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -76,6 +80,14 @@ func Detect(p *format.Probe) (Detection, error) {
 func explain(p *format.Probe) string {
 	if p.Note != "" {
 		return p.Note
+	}
+	if p.Shape == format.ShapeZip {
+		seen := "no entries in the detection prefix"
+		if len(p.ZipNames) > 0 {
+			seen = "entries [" + strings.Join(p.ZipNames, ", ") + "]"
+		}
+		return "a zip archive with " + seen + " is not an Inspect AI eval log (expected header.json, _journal/start.json " +
+			"or samples/<id>_epoch_<n>.json entries, or a .eval file name)"
 	}
 	what := "a JSON object"
 	switch p.Shape {
@@ -103,6 +115,7 @@ func explain(p *format.Probe) string {
 		"OpenAI messages (messages / conversations / history, role messages, Responses items, Codex rollout type+payload), "+
 		"ACTF/ATOF events (kind scope/mark/ScopeStart...), Claude Code transcripts (type user/assistant/system/summary lines with sessionId + uuid), "+
 		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
+		"Inspect AI logs (a JSON object with eval + version/status/plan/samples, or an .eval zip), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

@@ -21,7 +21,7 @@ import (
 
 // Entries of an .eval zip that Inspect writes.
 const (
-	headerJSON  = "header.json"        // the log header, written when the eval finishes
+	headerJSON  = "header.json"         // the log header, written when the eval finishes
 	startJSON   = "_journal/start.json" // version, eval and plan, written first
 	samplesDir  = "samples/"
 	shellJSON   = "sample.json"   // a chunked sample's own members

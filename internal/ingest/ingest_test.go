@@ -19,7 +19,8 @@ import (
 // family, produce at least one Storyline, and have unique session ids.
 func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 	root := testutil.SamplesDir(t)
-	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF}
+	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF,
+		"inspect": format.Inspect}
 	for _, rel := range testutil.SampleFiles(t) {
 		t.Run(rel, func(t *testing.T) {
 			family := strings.SplitN(rel, "/", 2)[0]

@@ -260,7 +260,7 @@ func readEntry(f *zip.File, src format.Source) ([]byte, error) {
 	data, ok := validJSON(buf.Bytes())
 	if !ok {
 		var v jsonx.RawMessage
-		pe := format.DocumentError(src, data, "invalid JSON", jsonx.Unmarshal(data, &v))
+		pe := format.DocumentError(src, data, "inspect log entry", jsonx.Unmarshal(data, &v))
 		return nil, entryError(src, f.Name, "", fmt.Errorf("line %d: %w", pe.Line, pe.Err))
 	}
 	return data, nil

@@ -12,11 +12,25 @@ import (
 // a JSON log's samples array is held one element at a time, never whole.
 // It finds where a value ends from its strings and nesting only, without
 // validating: callers validate every value they keep. off is the offset of
-// the next unread byte and line its 1-based line, for error locations.
+// the next unread byte, line its 1-based line and lineStart the offset its
+// line starts at, for error locations.
 type docScanner struct {
-	br   *bufio.Reader
-	off  int64
-	line int64
+	br        *bufio.Reader
+	off       int64
+	line      int64
+	lineStart int64
+}
+
+// column is the 1-based column of the next unread byte.
+func (s *docScanner) column() int64 { return s.off - s.lineStart + 1 }
+
+// consumed accounts for b, the bytes just read.
+func (s *docScanner) consumed(b []byte) {
+	if k := bytes.LastIndexByte(b, '\n'); k >= 0 {
+		s.line += int64(bytes.Count(b, []byte{'\n'}))
+		s.lineStart = s.off + int64(k) + 1
+	}
+	s.off += int64(len(b))
 }
 
 var errSyntax = errors.New("invalid JSON")
@@ -58,8 +72,7 @@ func (s *docScanner) next(want byte) error {
 // discard consumes n buffered bytes.
 func (s *docScanner) discard(n int) {
 	b, _ := s.br.Peek(n)
-	s.line += int64(bytes.Count(b, []byte{'\n'}))
-	s.off += int64(len(b))
+	s.consumed(b)
 	s.br.Discard(len(b))
 }
 
@@ -81,8 +94,7 @@ func (s *docScanner) value(dst []byte, keep bool) ([]byte, error) {
 			if keep {
 				dst = append(dst, chunk[:n]...)
 			}
-			s.line += int64(bytes.Count(chunk[:n], []byte{'\n'}))
-			s.off += int64(n)
+			s.consumed(chunk[:n])
 			s.br.Discard(n)
 		}
 	)

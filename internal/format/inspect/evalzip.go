@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -253,7 +252,9 @@ func readEntry(f *zip.File, src format.Source) ([]byte, error) {
 		return nil, entryError(src, f.Name, "", err)
 	}
 	defer rc.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, f.UncompressedSize64+1))
+	// The declared size is only a hint for the buffer (a damaged or hostile
+	// header may claim gigabytes); reading past it fails in archive/zip.
+	buf := bytes.NewBuffer(make([]byte, 0, min(f.UncompressedSize64, 64<<20)+1))
 	if _, err := buf.ReadFrom(rc); err != nil {
 		return nil, entryError(src, f.Name, "", fmt.Errorf("damaged entry: %w", err))
 	}
@@ -413,41 +414,14 @@ func sequence(chunks map[int64]*zip.File, name string, base []any, src format.So
 	return items, locate, nil
 }
 
-// zstdDecoders recycles decoders: building one per entry would dominate
-// reading a zip of many small entries (a chunked log).
-var zstdDecoders sync.Pool
-
-// zstdReader is the zip decompressor for method 93.
+// zstdReader is the zip decompressor for method 93: a streaming decoder per
+// entry, without goroutines, closed with the entry.
 func zstdReader(r io.Reader) io.ReadCloser {
-	d, _ := zstdDecoders.Get().(*zstd.Decoder)
-	if d == nil {
-		var err error
-		if d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true)); err != nil {
-			return errReader{err}
-		}
-	}
-	if err := d.Reset(r); err != nil {
+	d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
 		return errReader{err}
 	}
-	return &zstdEntry{d: d}
-}
-
-type zstdEntry struct{ d *zstd.Decoder }
-
-func (z *zstdEntry) Read(p []byte) (int, error) {
-	if z.d == nil {
-		return 0, errors.New("zstd: read after close")
-	}
-	return z.d.Read(p)
-}
-
-func (z *zstdEntry) Close() error {
-	if z.d != nil {
-		z.d.Reset(nil)
-		zstdDecoders.Put(z.d)
-		z.d = nil
-	}
-	return nil
+	return d.IOReadCloser()
 }
 
 type errReader struct{ err error }

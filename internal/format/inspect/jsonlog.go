@@ -20,7 +20,7 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 		return err
 	}
 	defer release()
-	sc, done := newScanner(sec, 0, 1)
+	sc, done := newScanner(sec, docScanner{line: 1})
 	defer done()
 	if bom, _ := sc.br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		sc.discard(3)
@@ -30,7 +30,7 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 		return fail(err)
 	}
 	var parts headerParts
-	deferred, deferredLine := int64(-1), int64(0)
+	var deferred *docScanner // where samples start, when they come too early
 	for n := 0; ; n++ {
 		c, err := sc.peek()
 		if err != nil {
@@ -61,19 +61,22 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 				return err
 			}
 		case key == "samples":
-			deferred, deferredLine = sc.off, sc.line
+			deferred = &docScanner{off: sc.off, line: sc.line, lineStart: sc.lineStart}
 			if _, err := sc.value(nil, false); err != nil {
 				return fail(err)
 			}
 		case headerKeys[key]:
-			line := sc.line
+			if _, err := sc.peek(); err != nil {
+				return fail(err)
+			}
+			start := *sc
 			raw, err := sc.value(nil, true)
 			if err != nil {
 				return fail(err)
 			}
 			raw, ok := validJSON(raw)
 			if !ok {
-				return located(src, raw, line, format.Pointer(key), "inspect log member")
+				return located(src, raw, &start, format.Pointer(key), "inspect log member")
 			}
 			parts.set(key, raw)
 		default:
@@ -82,17 +85,19 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 			}
 		}
 	}
-	if deferred < 0 {
+	if deferred == nil {
 		return nil
 	}
-	again, done2 := newScanner(sec, deferred, deferredLine)
+	again, done2 := newScanner(sec, *deferred)
 	defer done2()
 	return readSamples(ctx, again, src, newHeader(parts), emit)
 }
 
-func newScanner(sec *io.SectionReader, off, line int64) (*docScanner, func()) {
-	br, release := format.Buffered(io.NewSectionReader(sec, off, sec.Size()-off))
-	return &docScanner{br: br, off: off, line: line}, release
+// newScanner scans sec from at's position.
+func newScanner(sec *io.SectionReader, at docScanner) (*docScanner, func()) {
+	br, release := format.Buffered(io.NewSectionReader(sec, at.off, sec.Size()-at.off))
+	at.br = br
+	return &at, release
 }
 
 // readSamples reads the samples array at the scanner's position (null is
@@ -130,7 +135,7 @@ func readSamples(ctx context.Context, sc *docScanner, src format.Source, h heade
 		if _, err := sc.peek(); err != nil {
 			return scanError(src, sc, err, format.Pointer("samples", i))
 		}
-		line := sc.line
+		start := *sc
 		// The buffer is reused: a Storyline copies what it keeps.
 		buf, err = sc.value(buf[:0], true)
 		if err != nil {
@@ -138,11 +143,11 @@ func readSamples(ctx context.Context, sc *docScanner, src format.Source, h heade
 		}
 		data, ok := validJSON(buf)
 		if !ok {
-			return located(src, buf, line, format.Pointer("samples", i), "inspect sample")
+			return located(src, buf, &start, format.Pointer("samples", i), "inspect sample")
 		}
 		obj := format.SplitObject(data)
 		if obj == nil {
-			return format.Errorf(src, line, format.Pointer("samples", i), "inspect sample is not a JSON object")
+			return format.Errorf(src, start.line, format.Pointer("samples", i), "inspect sample is not a JSON object")
 		}
 		d := monolithSample(obj, LayoutJSON, []any{"samples", i})
 		if err := emit(buildStoryline(d, &h, src)); err != nil {
@@ -164,13 +169,16 @@ func scanError(src format.Source, sc *docScanner, err error, pointer string) err
 	return format.Errorf(src, sc.line, pointer, "reading the inspect log: %w", err)
 }
 
-// located is the error for a value that is not valid JSON: the line (of
-// the file; the value starts at line) and column of the problem.
-func located(src format.Source, data []byte, line int64, pointer, what string) error {
+// located is the error for a value that is not valid JSON, which started
+// where at was: the line and column of the problem in the file. The value
+// is located as a document that starts with the spaces it was preceded by
+// on its line, so that columns are the file's.
+func located(src format.Source, data []byte, at *docScanner, pointer, what string) error {
+	doc := append(bytes.Repeat([]byte{' '}, int(at.column()-1)), data...)
 	var v jsonx.RawMessage
-	pe := format.DocumentError(src, data, what, jsonx.Unmarshal(data, &v))
+	pe := format.DocumentError(src, doc, what, jsonx.Unmarshal(doc, &v))
 	if pe.Line > 0 {
-		pe.Line += line - 1
+		pe.Line += at.line - 1
 	}
 	pe.Pointer = pointer
 	return pe

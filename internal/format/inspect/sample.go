@@ -140,7 +140,7 @@ func (b *builder) message(i int, raw []byte) {
 		st.Source = model.SourceTool
 	default:
 		st.Source = model.SourceSystem
-		known = known[:1:1] // keep the role in extra
+		known = []string{"content"} // the role stays in extra
 		b.warn("unknown role "+strconv.Quote(role)+"; kept as a system step", at(b.d.atMessage(i), "role")...)
 	}
 	c := readContent(m["content"])

@@ -87,8 +87,9 @@ func readEval(ctx context.Context, r io.Reader, src format.Source, emit format.E
 	if err != nil {
 		return format.Errorf(src, 0, "", "not a readable zip archive (truncated or damaged .eval file?): %v", err)
 	}
-	// Inspect compresses entries with zstd (method 93) by default since
-	// 0.3.200; the decompressor is this reader's, never registered globally.
+	// Recent Inspect versions compress entries with zstd (method 93), in
+	// frames of at most 200 MiB of input each. The decompressor is this
+	// reader's, never registered globally.
 	zr.RegisterDecompressor(zstdMethod, zstdReader)
 	files, samples := indexZip(zr.File)
 	if len(samples) == 0 && files[headerJSON] == nil && files[startJSON] == nil {

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"io"
 	"strings"
 	"testing"
@@ -263,6 +264,29 @@ func TestEvalZipChunkGaps(t *testing.T) {
 	}
 	if sl.Run.SessionID != "s/epoch-1" || len(sl.Steps) != 1 || model.Deref(sl.Steps[0].MessageValue) != "attachment://7" {
 		t.Errorf("%+v %+v", sl.Run, sl.Steps)
+	}
+}
+
+// TestEvalZipMultiFrameZstd: Inspect splits a large entry into several
+// zstd frames; they are read as one stream.
+func TestEvalZipMultiFrameZstd(t *testing.T) {
+	body := `{"id":1,"epoch":1,"messages":[{"role":"user","content":"` + strings.Repeat("a", 5000) + `"}]}`
+	var frames []byte
+	for _, part := range []string{body[:1000], body[1000:]} {
+		frames = append(frames, compress(t, zstdMethod, []byte(part))...)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "samples/1_epoch_1.json", Method: zstdMethod, CRC32: crc32.ChecksumIEEE([]byte(body)),
+		CompressedSize64: uint64(len(frames)), UncompressedSize64: uint64(len(body))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(frames)
+	zw.Close()
+	sl := mustRun(t, "m.eval", buf.Bytes(), LayoutEval)[0]
+	if len(model.Deref(sl.Steps[0].MessageValue)) != 5000 {
+		t.Errorf("step text has %d bytes", len(model.Deref(sl.Steps[0].MessageValue)))
 	}
 }
 

@@ -1,13 +1,9 @@
 package format
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"hash/crc32"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -52,70 +48,6 @@ func TestProbeShapes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestProbeZip: a zip is recognized by its magic, never read as JSON, and
-// the names of the entries whose local headers fit in the prefix are
-// listed (what the Inspect adapter detects .eval logs by).
-func TestProbeZip(t *testing.T) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range []string{"_journal/start.json", "samples/1_epoch_1.json", "header.json"} {
-		w, err := zw.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(`{"version":2}`))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	// archive/zip streams entries with a data descriptor: their sizes come
-	// after the data, so the walk stops after the first name.
-	if p := NewProbe("log.eval", data, false); p.Shape != ShapeZip || strings.Join(p.ZipNames, ",") != "_journal/start.json" || p.First != nil {
-		t.Errorf("streamed zip: shape %v names %q", p.Shape, p.ZipNames)
-	}
-	stored := storedZip(t, map[string]string{"a.json": "{}", "b/c.json": "[1]"})
-	if p := NewProbe("x.zip", stored, false); p.Shape != ShapeZip || strings.Join(p.ZipNames, ",") != "a.json,b/c.json" {
-		t.Errorf("stored zip: shape %v names %q", p.Shape, p.ZipNames)
-	}
-	// A prefix cut inside the second header keeps the first name.
-	if p := NewProbe("x.zip", stored[:40], true); p.Shape != ShapeZip || strings.Join(p.ZipNames, ",") != "a.json" {
-		t.Errorf("cut zip: names %q", p.ZipNames)
-	}
-	if p := NewProbe("empty.zip", []byte("PK\x05\x06"+strings.Repeat("\x00", 18)), false); p.Shape != ShapeZip || len(p.ZipNames) != 0 {
-		t.Errorf("empty zip: shape %v names %q", p.Shape, p.ZipNames)
-	}
-	if p := NewProbe("pk.json", []byte("PK is not a zip"), false); p.Shape != ShapeUnknown {
-		t.Errorf("text starting with PK: shape %v", p.Shape)
-	}
-}
-
-// storedZip writes entries (in name order) uncompressed with their sizes in
-// the local headers, as Python's zipfile does on a seekable file.
-func storedZip(t *testing.T, entries map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	names := make([]string, 0, len(entries))
-	for name := range entries {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		body := []byte(entries[name])
-		w, err := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Store, CRC32: crc32.ChecksumIEEE(body),
-			CompressedSize64: uint64(len(body)), UncompressedSize64: uint64(len(body))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(body)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func TestProbeLooksInsideCutValues(t *testing.T) {

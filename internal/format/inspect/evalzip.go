@@ -215,11 +215,7 @@ func zipHeader(files map[string]*zip.File, src format.Source) (h header, warning
 		if f == nil {
 			continue
 		}
-		data, err := readEntry(f, src)
-		obj := format.SplitObject(data)
-		if err == nil && obj == nil {
-			err = entryError(src, name, "", errors.New("the log header must be a JSON object"))
-		}
+		obj, err := readObject(f, src, "the log header")
 		if err != nil {
 			if failed == nil {
 				failed = err
@@ -243,35 +239,49 @@ func zipHeader(files map[string]*zip.File, src format.Source) (h header, warning
 // readEntry reads one entry whole and checks it is JSON.
 func readEntry(f *zip.File, src format.Source) ([]byte, error) {
 	if f.UncompressedSize64 > maxEntryBytes {
-		return nil, entryError(src, f.Name, "", fmt.Errorf("%d bytes uncompressed, more than the %d this reader holds in memory", f.UncompressedSize64, int64(maxEntryBytes)))
+		return nil, entryError(src, f.Name, fmt.Errorf("%d bytes uncompressed, more than the %d this reader holds in memory", f.UncompressedSize64, int64(maxEntryBytes)))
 	}
 	rc, err := f.Open()
 	if err != nil {
 		if errors.Is(err, zip.ErrAlgorithm) {
 			err = fmt.Errorf("compression method %d is not supported (stored, deflate and zstd are)", f.Method)
 		}
-		return nil, entryError(src, f.Name, "", err)
+		return nil, entryError(src, f.Name, err)
 	}
 	defer rc.Close()
 	// The declared size is only a hint for the buffer (a damaged or hostile
 	// header may claim gigabytes); reading past it fails in archive/zip.
 	buf := bytes.NewBuffer(make([]byte, 0, min(f.UncompressedSize64, 64<<20)+1))
 	if _, err := buf.ReadFrom(rc); err != nil {
-		return nil, entryError(src, f.Name, "", fmt.Errorf("damaged entry: %w", err))
+		return nil, entryError(src, f.Name, fmt.Errorf("damaged entry: %w", err))
 	}
 	data, ok := validJSON(buf.Bytes())
 	if !ok {
 		var v jsonx.RawMessage
 		pe := format.DocumentError(src, data, "inspect log entry", jsonx.Unmarshal(data, &v))
-		return nil, entryError(src, f.Name, "", fmt.Errorf("line %d: %w", pe.Line, pe.Err))
+		return nil, entryError(src, f.Name, fmt.Errorf("line %d: %w", pe.Line, pe.Err))
 	}
 	return data, nil
 }
 
-// entryError locates an error inside a zip entry: the pointer is the
-// entry's path, then the JSON pointer inside it.
-func entryError(src format.Source, entry, pointer string, err error) error {
-	return &format.ParseError{Path: src.Path, Pointer: entryPointer(entry) + pointer, Err: err}
+// readObject reads an entry that must hold a JSON object (what names it
+// in the error).
+func readObject(f *zip.File, src format.Source, what string) (map[string]jsonx.RawMessage, error) {
+	data, err := readEntry(f, src)
+	if err != nil {
+		return nil, err
+	}
+	obj := format.SplitObject(data)
+	if obj == nil {
+		return nil, entryError(src, f.Name, fmt.Errorf("%s must be a JSON object", what))
+	}
+	return obj, nil
+}
+
+// entryError locates an error in a zip entry: the pointer is the entry's
+// path (a line inside the entry goes in the message).
+func entryError(src format.Source, entry string, err error) error {
+	return &format.ParseError{Path: src.Path, Pointer: entryPointer(entry), Err: err}
 }
 
 func entryPointer(entry string) string {
@@ -290,13 +300,9 @@ func entryParts(entry string) []any {
 // load reads the sample's entries into a sampleData.
 func (s *evalSample) load(src format.Source) (*sampleData, error) {
 	if s.monolith != nil {
-		data, err := readEntry(s.monolith, src)
+		obj, err := readObject(s.monolith, src, "an inspect sample")
 		if err != nil {
 			return nil, err
-		}
-		obj := format.SplitObject(data)
-		if obj == nil {
-			return nil, entryError(src, s.monolith.Name, "", errors.New("an inspect sample must be a JSON object"))
 		}
 		return monolithSample(obj, LayoutEval, entryParts(s.monolith.Name)), nil
 	}
@@ -310,13 +316,9 @@ func (s *evalSample) load(src format.Source) (*sampleData, error) {
 // message_refs select the final conversation from it. Attachments are
 // referenced by their index in their sequence.
 func (s *evalSample) loadChunked(src format.Source) (*sampleData, error) {
-	data, err := readEntry(s.shell, src)
+	obj, err := readObject(s.shell, src, "an inspect sample")
 	if err != nil {
 		return nil, err
-	}
-	obj := format.SplitObject(data)
-	if obj == nil {
-		return nil, entryError(src, s.shell.Name, "", errors.New("an inspect sample must be a JSON object"))
 	}
 	base := entryParts(samplesDir + s.key)
 	d := &sampleData{fields: obj, layout: layoutEvalChunked, atSample: entryParts(s.shell.Name)}
@@ -338,7 +340,7 @@ func (s *evalSample) loadChunked(src format.Source) (*sampleData, error) {
 		return nil, err
 	}
 	if d.attach.byIndex == nil {
-		d.attach.byIndex = [][]byte{}
+		d.attach.byIndex = [][]byte{} // references are indexes even with no attachments
 	}
 	d.atEvent = eventsAt
 	var picked []int
@@ -395,7 +397,7 @@ func sequence(chunks map[int64]*zip.File, name string, base []any, src format.So
 		}
 		elems, ok := format.SplitArray(data)
 		if !ok {
-			return nil, nil, entryError(src, f.Name, "", fmt.Errorf("a %s chunk must be a JSON array", name))
+			return nil, nil, entryError(src, f.Name, fmt.Errorf("a %s chunk must be a JSON array", name))
 		}
 		if start != int64(len(items)) {
 			*warnings = append(*warnings, model.Warning{Pointer: entryPointer(f.Name),

@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
-	"hash/crc32"
 	"io"
 	"strings"
 	"testing"
@@ -275,16 +274,8 @@ func TestEvalZipMultiFrameZstd(t *testing.T) {
 	for _, part := range []string{body[:1000], body[1000:]} {
 		frames = append(frames, compress(t, zstdMethod, []byte(part))...)
 	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "samples/1_epoch_1.json", Method: zstdMethod, CRC32: crc32.ChecksumIEEE([]byte(body)),
-		CompressedSize64: uint64(len(frames)), UncompressedSize64: uint64(len(body))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(frames)
-	zw.Close()
-	sl := mustRun(t, "m.eval", buf.Bytes(), LayoutEval)[0]
+	data := testutil.Zip(t, testutil.ZipEntry{Name: "samples/1_epoch_1.json", Method: zstdMethod, Body: []byte(body), Raw: frames})
+	sl := mustRun(t, "m.eval", data, LayoutEval)[0]
 	if len(model.Deref(sl.Steps[0].MessageValue)) != 5000 {
 		t.Errorf("step text has %d bytes", len(model.Deref(sl.Steps[0].MessageValue)))
 	}

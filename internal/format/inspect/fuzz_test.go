@@ -9,6 +9,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // FuzzNormalize: any bytes, read as either layout, give Storylines with an
@@ -36,15 +37,8 @@ func FuzzNormalize(f *testing.F) {
 		for _, layout := range []string{LayoutJSON, LayoutEval} {
 			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
 				func(sl *model.Storyline) error {
-					if sl.Run.SessionID == "" || sl.Run.RunID == "" {
-						t.Fatalf("empty identity: %+v", sl.Run)
-					}
-					seen := map[string]bool{}
-					for _, st := range sl.Steps {
-						if seen[st.StepID] {
-							t.Fatalf("repeated step id %q", st.StepID)
-						}
-						seen[st.StepID] = true
+					if err := testutil.CheckIdentity(sl); err != nil {
+						t.Fatal(err)
 					}
 					return nil
 				})

@@ -6,7 +6,6 @@ import (
 	"compress/flate"
 	"context"
 	"encoding/json"
-	"hash/crc32"
 	"io"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // entry is one zip entry of a test log.
@@ -22,26 +22,14 @@ type entry struct {
 	method     uint16 // zip.Store, zip.Deflate or zstdMethod
 }
 
-// buildZip writes entries in the given order, with their sizes in the
-// local headers (as Python's zipfile writes a seekable file), so the
-// probe sees the first names.
+// buildZip writes a test log's entries in the given order (see testutil.Zip).
 func buildZip(t testing.TB, entries ...entry) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		body := compress(t, e.method, []byte(e.body))
-		w, err := zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: e.method, CRC32: crc32.ChecksumIEEE([]byte(e.body)),
-			CompressedSize64: uint64(len(body)), UncompressedSize64: uint64(len(e.body))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(body)
+	zes := make([]testutil.ZipEntry, len(entries))
+	for i, e := range entries {
+		zes[i] = testutil.ZipEntry{Name: e.name, Method: e.method, Body: []byte(e.body), Raw: compress(t, e.method, []byte(e.body))}
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testutil.Zip(t, zes...)
 }
 
 func compress(t testing.TB, method uint16, body []byte) []byte {

@@ -32,7 +32,9 @@ type sampleData struct {
 }
 
 // sampleKnown are the sample members that columns hold or that are
-// dropped (see docs/formats.md): everything else goes to runs.extra.
+// dropped (see docs/formats.md); error and error_retries come back to
+// runs.extra without their ANSI tracebacks. Everything else goes to
+// runs.extra as it is.
 var sampleKnown = []string{"messages", "events", "attachments", "events_data", "message_refs", "input", "output",
 	"scores", "score", "transcript", "uuid", "started_at", "completed_at", "timelines", "error", "error_retries"}
 
@@ -94,7 +96,7 @@ func (b *builder) identity() {
 	id := format.String(f["id"])
 	if id == "" {
 		id = "sample"
-		b.warn("sample has no id", at(b.d.atSample, "id")...)
+		b.warn(`sample has no id; its session_id starts with "sample"`, at(b.d.atSample, "id")...)
 	}
 	epoch, ok := format.Int(f["epoch"])
 	if !ok {
@@ -294,13 +296,16 @@ func (b *builder) events() map[string]int64 {
 			b.warn("event is not a JSON object; skipped", b.d.atEvent(k)...)
 			continue
 		}
-		counts[kind]++
-		if t, ok := format.Time(me.ts); ok {
-			if first == nil || t.Before(*first) {
-				first = model.Time(t)
+		if kind != "" {
+			counts[kind]++
+		}
+		ts, hasTS := format.Time(me.ts)
+		if hasTS {
+			if first == nil || ts.Before(*first) {
+				first = model.Time(ts)
 			}
-			if last == nil || t.After(*last) {
-				last = model.Time(t)
+			if last == nil || ts.After(*last) {
+				last = model.Time(ts)
 			}
 		}
 		switch kind {
@@ -309,10 +314,8 @@ func (b *builder) events() map[string]int64 {
 				b.unattributed++
 			}
 		case "tool":
-			if si, ok := b.toolSteps[format.String(id)]; ok && b.sl.Steps[si].Timestamp == nil {
-				if t, ok := format.Time(me.ts); ok {
-					b.sl.Steps[si].Timestamp = model.Time(t)
-				}
+			if si, ok := b.toolSteps[format.String(id)]; ok && hasTS && b.sl.Steps[si].Timestamp == nil {
+				b.sl.Steps[si].Timestamp = model.Time(ts)
 			}
 		}
 	}
@@ -321,7 +324,7 @@ func (b *builder) events() map[string]int64 {
 }
 
 // Ways a model event is attributed to an assistant message, strongest
-// first (runs.extra of the step says which one applied).
+// first (the step's extra.model_call.match says which one applied).
 const (
 	matchID       = "id"           // the output message has the message's id
 	matchToolCall = "tool_call_id" // the output's first tool call id is the message's

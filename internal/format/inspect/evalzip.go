@@ -182,7 +182,10 @@ func indexZip(entries []*zip.File) (map[string]*zip.File, []*evalSample) {
 		if a.epoch != b.epoch {
 			return a.epoch < b.epoch
 		}
-		return sortID(a.id) < sortID(b.id)
+		if ia, ib := sortID(a.id), sortID(b.id); ia != ib {
+			return ia < ib
+		}
+		return a.key < b.key // names that are not <id>_epoch_<n>
 	})
 	return files, samples
 }

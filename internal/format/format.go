@@ -31,6 +31,7 @@ const (
 	SWEAgent   = "swe-agent" // SWE-agent and mini-swe-agent
 	GeminiCLI  = "gemini-cli"
 	Aider      = "aider"
+	Inspect    = "inspect"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -11,7 +11,8 @@ import (
 // FuzzProbe: building a probe over any prefix must not panic, and every
 // complete value it reports must be valid JSON.
 func FuzzProbe(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, "{\"a\":1}\n{\"b\":[1,2", `[{"messages":[{"role":"user"}]}]`, `{"x":"\u00e9\"`, "\xef\xbb\xbf{}", `[`, `{"a":{"b":`} {
+	for _, s := range []string{`{"a":1}`, "{\"a\":1}\n{\"b\":[1,2", `[{"messages":[{"role":"user"}]}]`, `{"x":"\u00e9\"`, "\xef\xbb\xbf{}", `[`, `{"a":{"b":`,
+		"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x06\x00\x00\x00a.json{}"} {
 		f.Add([]byte(s), false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, truncated bool) {

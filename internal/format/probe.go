@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,10 +20,14 @@ const (
 	ShapeObject        // one JSON object document
 	ShapeArray         // one JSON array document
 	ShapeLines         // one JSON value per line (JSONL / NDJSON)
+	// ShapeZip is a zip archive (Inspect AI .eval logs are zips). It is
+	// binary, so no JSON adapter must read it; Probe.ZipNames lists what
+	// the prefix shows of its entries.
+	ShapeZip
 )
 
 func (s Shape) String() string {
-	return [...]string{"unknown", "object", "array", "lines"}[s]
+	return [...]string{"unknown", "object", "array", "lines", "zip"}[s]
 }
 
 // Probe is the structural view of a file's first bytes that detection works
@@ -42,6 +47,11 @@ type Probe struct {
 	// Note explains a structural problem (not JSON, empty, ...), for
 	// "why was this file not recognized" messages.
 	Note string
+	// ZipNames are the names of a zip's entries whose local headers lie
+	// inside the prefix, in file order (ShapeZip only). A zip's central
+	// directory sits at its end, so this is all detection can see: usually
+	// the first entries.
+	ZipNames []string
 }
 
 // Obj is a top-level JSON object seen through a bounded prefix: its keys in
@@ -154,6 +164,11 @@ func (p *Probe) LinesHint() bool {
 }
 
 func (p *Probe) analyze() {
+	if bytes.HasPrefix(p.Prefix, zipLocalHeader) || bytes.HasPrefix(p.Prefix, zipEmptyArchive) {
+		p.Shape = ShapeZip
+		p.ZipNames = zipLocalNames(p.Prefix)
+		return
+	}
 	data := bytes.TrimLeft(p.Prefix, " \t\r\n")
 	if len(data) == 0 {
 		p.Note = "file is empty"
@@ -274,4 +289,39 @@ func scanCompleteLine(data []byte) (*Obj, []byte, bool) {
 		obj.Values[key] = val
 	})
 	return obj, data[end:], true
+}
+
+var (
+	zipLocalHeader  = []byte("PK\x03\x04")
+	zipEmptyArchive = []byte("PK\x05\x06") // an end-of-central-directory record only
+)
+
+// maxZipNames bounds the entry names read from a prefix.
+const maxZipNames = 64
+
+// zipLocalNames walks the local file headers at the start of a zip: each
+// gives its entry's name and compressed size, which leads to the next one.
+// It stops at the end of the prefix, at a header whose size is only known
+// after its data (data descriptor, zip64), or at anything unexpected.
+func zipLocalNames(data []byte) []string {
+	var names []string
+	for off := 0; len(names) < maxZipNames; {
+		if len(data)-off < 30 || !bytes.Equal(data[off:off+4], zipLocalHeader) {
+			break
+		}
+		h := data[off:]
+		flags := binary.LittleEndian.Uint16(h[6:])
+		size := binary.LittleEndian.Uint32(h[18:])
+		nameLen := int(binary.LittleEndian.Uint16(h[26:]))
+		extraLen := int(binary.LittleEndian.Uint16(h[28:]))
+		if len(h) < 30+nameLen {
+			break
+		}
+		names = append(names, string(h[30:30+nameLen]))
+		if flags&0x8 != 0 || size == 0xFFFFFFFF || uint64(size) > uint64(len(data)) {
+			break
+		}
+		off += 30 + nameLen + extraLen + int(size)
+	}
+	return names
 }

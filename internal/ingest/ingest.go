@@ -20,6 +20,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
 	"github.com/pchronicle/pchronicle/internal/format/geminicli"
+	"github.com/pchronicle/pchronicle/internal/format/inspect"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
@@ -69,8 +70,10 @@ func (o Options) detectionBytes() int64 {
 // actions, a history of role messages naming their agent,
 // info.mini_version) come before OpenAI too: a mini-swe-agent file is also
 // an object wrapping messages. They never look like OpenHands events
-// (those have no role).
-var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), openai.New()}
+// (those have no role). Inspect AI (zips, and JSON logs with an eval spec
+// or Inspect samples) sits before OpenAI too: a JSON log's samples hold
+// role messages that OpenAI's shapes would otherwise try.
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -100,6 +103,14 @@ func explain(p *format.Probe) string {
 	if p.Note != "" {
 		return p.Note
 	}
+	if p.Shape == format.ShapeZip {
+		seen := "no entries in the detection prefix"
+		if len(p.ZipNames) > 0 {
+			seen = "entries [" + strings.Join(p.ZipNames, ", ") + "]"
+		}
+		return "a zip archive with " + seen + " is not an Inspect AI eval log (expected header.json, _journal/start.json " +
+			"or samples/<id>_epoch_<n>.json entries, or a .eval file name)"
+	}
 	what := "a JSON object"
 	switch p.Shape {
 	case format.ShapeArray:
@@ -128,6 +139,7 @@ func explain(p *format.Probe) string {
 		"OpenHands trajectories (output.jsonl lines with history, or an array of events with id + source + action/observation), "+
 		"SWE-agent .traj (trajectory of actions, history of role messages with agent/message_type) or mini-swe-agent (info.mini_version, trajectory_format), "+
 		"Gemini CLI sessions (sessionId + projectHash, then messages or message lines), "+
+		"Inspect AI logs (a JSON object with eval + version/status/plan/samples, or an .eval zip), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

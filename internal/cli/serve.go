@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/generation"
 	"github.com/pchronicle/pchronicle/internal/query"
 	"github.com/pchronicle/pchronicle/internal/server"
+	"github.com/pchronicle/pchronicle/internal/serving"
 )
 
 // serveFlags are serve's own settings beside the shared Dataset flags.
@@ -149,7 +149,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 	limits := engine.LimitsFrom(opts)
 	cfg := generation.Config{Mounts: mounts, Positional: positional, Options: opts, Limits: limits,
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
-	rt := &servedRuntime{}
+	rt := &serving.Runtime{}
 	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout})
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
@@ -165,7 +165,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		hs.Close()
 		return fmt.Errorf("building the first snapshot: %w", err)
 	}
-	rt.publish(started)
+	rt.Publish(started)
 	defer started.Close()
 	if sf.refreshEvery > 0 {
 		started.Poll(sf.refreshEvery)
@@ -184,46 +184,3 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 	}
 	return nil
 }
-
-// servedRuntime adapts a generation.Runtime to the server's interfaces,
-// answering "not ready" until the first generation is published.
-type servedRuntime struct {
-	rt atomic.Pointer[generation.Runtime]
-}
-
-func (s *servedRuntime) publish(rt *generation.Runtime) { s.rt.Store(rt) }
-
-func (s *servedRuntime) Acquire() (server.Generation, func(), error) {
-	rt := s.rt.Load()
-	if rt == nil {
-		return nil, nil, server.ErrNotReady
-	}
-	g, release, err := rt.Acquire()
-	if errors.Is(err, generation.ErrClosed) {
-		return nil, nil, server.ErrNotReady
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return servedGeneration{g}, release, nil
-}
-
-func (s *servedRuntime) Refresh(ctx context.Context) (any, error) {
-	rt := s.rt.Load()
-	if rt == nil {
-		return nil, server.ErrNotReady
-	}
-	return rt.Refresh(ctx, generation.TriggerAPI, true)
-}
-
-func (s *servedRuntime) Status() any {
-	if rt := s.rt.Load(); rt != nil {
-		return rt.Status()
-	}
-	return nil
-}
-
-// servedGeneration gives a generation the server's StorylineReader.
-type servedGeneration struct{ *generation.Generation }
-
-func (g servedGeneration) StorylineReader() server.StorylineReader { return g.Storylines() }

@@ -95,7 +95,13 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 		return err
 	}
 	m := runObject(model.ColumnNames(model.RelRuns), model.Values(run))
-	writeJSON(w, http.StatusOK, map[string]any{"snapshot_id": g.ID(), "key": key, "run": m, "links": links, "agents": agents})
+	body := map[string]any{"snapshot_id": g.ID(), "key": key, "run": m, "links": links, "agents": agents, "coordinates": nil}
+	// Where a canonical Storyline physically lives, for the writers that
+	// append to it (they write the store directly, never through this API).
+	if uri, err := g.Snapshot().CanonicalEventURI(key.Dataset, key.File, key.SessionID); err == nil {
+		body["coordinates"] = map[string]string{"canonical_event_uri": uri}
+	}
+	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 

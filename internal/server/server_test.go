@@ -450,3 +450,40 @@ func treeState(t *testing.T, root string) string {
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
 }
+
+// The routing index belongs to one generation (invariant 14): a routed
+// query builds it, the catalog reports it, and a refresh publishes the
+// new Snapshot with an empty index.
+func TestRoutingIndexIsPerGeneration(t *testing.T) {
+	root := dataset(t, 6)
+	ts := start(t, true, positional(root))
+	r := ts.do("POST", "/api/query/evidence", map[string]any{"sql": "SELECT session_id, step_count FROM runs WHERE session_id = 's4a'"}).ok(t)
+	routing := r.json["source_routing"].(map[string]any)
+	if routing["outcome"] != "applied" || routing["sources"].(float64) != 1 || fmt.Sprint(r.json["rows"]) != "[[s4a 2]]" {
+		t.Fatalf("routed point query: %s", r.body)
+	}
+	pruning := r.json["pruning"].([]any)[0].(map[string]any)
+	if pruning["considered"].(float64) != 6 || len(pruning["resolved"].([]any)) != 1 {
+		t.Fatalf("the routed query reads one source of 6: %v", pruning)
+	}
+	acc := ts.get("/api/catalog").ok(t).json["acceleration"].(map[string]any)
+	if layers := acc["layers"].([]any); len(layers) != 1 || layers[0].(map[string]any)["rows"].(float64) != 12 {
+		t.Fatalf("acceleration after a routed query: %v", acc)
+	}
+	if r := ts.query("SELECT session_id FROM runs WHERE _file_ = 'd0/f004.jsonl' AND session_id = 's4a'", nil).ok(t); r.json["source_routing"].(map[string]any)["outcome"] != "already_pruned" {
+		t.Fatalf("an explicit _file_ predicate is kept: %s", r.body)
+	}
+	if r := ts.query("SELECT session_id FROM runs WHERE session_id = 's4a'", map[string]any{"routing": false}).ok(t); fmt.Sprint(r.json["rows"]) != "[[s4a]]" {
+		t.Fatalf("unrouted: %s", r.body)
+	}
+	writeFiles(t, root, map[string]string{"d0/x.jsonl": chat("s4a", "m", 0) + "\n"})
+	ts.do("POST", "/api/catalog", nil).ok(t)
+	if acc := ts.get("/api/catalog").ok(t).json["acceleration"].(map[string]any); len(acc["layers"].([]any)) != 0 {
+		t.Fatalf("the new generation starts with an empty index: %v", acc)
+	}
+	// The new generation's index sees the new source holding s4a too.
+	r = ts.query("SELECT _file_ FROM runs WHERE session_id = 's4a' ORDER BY 1", nil).ok(t)
+	if fmt.Sprint(r.json["rows"]) != "[[d0/f004.jsonl] [d0/x.jsonl]]" || r.json["source_routing"].(map[string]any)["sources"].(float64) != 2 {
+		t.Fatalf("after refresh: %s", r.body)
+	}
+}

@@ -71,7 +71,9 @@ type Dataset struct {
 
 // IsS3 reports whether the Dataset is an s3:// URI (otherwise it is a local
 // path).
-func (d Dataset) IsS3() bool { return strings.HasPrefix(strings.ToLower(d.URI), "s3://") }
+func (d Dataset) IsS3() bool { return isS3(d.URI) }
+
+func isS3(uri string) bool { return strings.HasPrefix(strings.ToLower(uri), "s3://") }
 
 // Backend is the identity of an s3:// Dataset's object store: two Datasets
 // with equal backends can be opened by one worker with one set of keys.

@@ -107,7 +107,7 @@ func (e *StatusError) Unwrap() error {
 func (c *Client) Ticket(ctx context.Context, name string) (Ticket, error) {
 	var t Ticket
 	if err := c.get(ctx, DatasetsPath+"/"+url.PathEscape(name), &t); err != nil {
-		return Ticket{}, fmt.Errorf("%s: dataset %q: %w", c.Locator, name, err)
+		return Ticket{}, fmt.Errorf("%s: %w", c.Locator, err)
 	}
 	if t.URI == "" {
 		return Ticket{}, fmt.Errorf("%s: dataset %q: the ticket has no uri", c.Locator, name)

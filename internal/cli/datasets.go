@@ -47,8 +47,9 @@ func (d *datasetFlags) catalogOptions() (catalog.Options, error) {
 
 // mountList turns either a positional Dataset or --mount flags into mounts.
 // A positional Dataset is always the schema "dataset"; with only mounts there
-// is no default schema.
-func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
+// is no default schema. A Directory pin (@team/NAME) is resolved by ticket
+// exchange here.
+func (d *datasetFlags) mountList(ctx context.Context, positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
 	if positional != "" && len(d.mounts) > 0 {
 		return nil, false, fmt.Errorf("a positional Dataset and --mount are mutually exclusive; mount it as --mount NAME=%s instead", positional)
 	}
@@ -57,7 +58,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		return nil, false, err
 	}
 	if positional != "" {
-		p, err := cfg.ResolvePin(positional)
+		p, err := cfg.ResolvePinContext(ctx, positional)
 		if err != nil {
 			return nil, false, err
 		}
@@ -71,7 +72,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		p, err := cfg.ResolvePin(m.URI) // a pin brings its object-store settings
+		p, err := cfg.ResolvePinContext(ctx, m.URI) // a pin brings its object-store settings
 		if err != nil {
 			return nil, false, err
 		}
@@ -83,7 +84,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 
 // open builds the Snapshot for a command.
 func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Snapshot, bool, error) {
-	mounts, isPositional, err := d.mountList(positional)
+	mounts, isPositional, err := d.mountList(ctx, positional)
 	if err != nil {
 		return nil, false, err
 	}

@@ -222,7 +222,7 @@ func (c *Config) Validate() error {
 		if err := ValidName("dataset", name); err != nil {
 			return invalid("datasets."+name, "%v", err)
 		}
-		if err := c.Datasets[name].validate("datasets." + name); err != nil {
+		if err := c.Datasets[name].Validate("datasets." + name); err != nil {
 			return err
 		}
 	}
@@ -255,7 +255,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func (d Dataset) validate(where string) error {
+// Validate checks one Dataset's rules; where names its table in errors.
+func (d Dataset) Validate(where string) error {
 	uri := d.URI
 	if strings.TrimSpace(uri) == "" {
 		return invalid(where+".uri", "is required")

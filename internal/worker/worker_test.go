@@ -111,7 +111,7 @@ func echoBuild(ctx context.Context, job Job) (http.Handler, func(), error) {
 }
 
 // spawner starts the test binary as the worker.
-func spawner(t *testing.T, extraEnv ...string) (*Spawner, *bytes.Buffer) {
+func spawner(t testing.TB, extraEnv ...string) (*Spawner, *bytes.Buffer) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

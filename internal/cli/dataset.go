@@ -22,7 +22,9 @@ func newDatasetCmd(e *env) *cobra.Command {
 		Long: `Pins give Datasets names: "pchronicle dataset pin nightly ./runs/nightly" lets
 every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 --mount NAME=@nightly. Pins live in the config file as [pins.<name>] tables
-(default: $XDG_CONFIG_HOME/pchronicle/config.toml; -c FILE to choose another).`,
+(default: $XDG_CONFIG_HOME/pchronicle/config.toml; -c FILE to choose another).
+A pin of a Directory (catalog://127.0.0.1:PORT with your user keys) opens its
+datasets as @NAME/DATASET (docs/directory.md).`,
 	}
 	cmd.PersistentFlags().StringVarP(&cfgPath, "config", "c", config.DefaultPath(), "config file")
 

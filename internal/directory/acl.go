@@ -39,19 +39,13 @@ type Principal struct{ User string }
 // Anonymous reports whether no keys were sent.
 func (p Principal) Anonymous() bool { return p.User == "" }
 
-// Ticket is what the ticket exchange hands out for one Dataset: its path
-// and, for an s3:// Dataset, the backend settings and keys to open it.
+// Ticket is what the ticket exchange hands out for one Dataset: its name,
+// path and, for an s3:// Dataset, the backend settings and keys to open it.
+// It is also what a data-plane worker gets per mount.
 type Ticket struct {
-	Name      string          `json:"name"`
-	URI       string          `json:"uri"`
-	Endpoint  string          `json:"endpoint,omitempty"`
-	Region    string          `json:"region,omitempty"`
-	AccessKey string          `json:"access_key,omitempty"`
-	SecretKey objstore.Secret `json:"secret_key,omitempty"`
+	Name string `json:"name"`
+	Dataset
 }
-
-// IsS3 reports whether the ticket is for an s3:// Dataset.
-func (t Ticket) IsS3() bool { return isS3(t.URI) }
 
 // PathStyle reports whether S3 requests use path-style addressing: with a
 // custom endpoint they do, since S3-compatible servers (and IP endpoints)
@@ -61,11 +55,6 @@ func (t Ticket) PathStyle() bool { return t.Endpoint != "" }
 // Store returns the object-store settings that open the ticket's URI.
 func (t Ticket) Store() objstore.Config {
 	return objstore.Config{Endpoint: t.Endpoint, Region: t.Region, PathStyle: t.PathStyle(), AccessKey: t.AccessKey, SecretKey: t.SecretKey}
-}
-
-// Backend returns the ticket's backend identity.
-func (t Ticket) Backend() Backend {
-	return Backend{Endpoint: t.Endpoint, Region: t.Region, AccessKey: t.AccessKey, SecretKey: t.SecretKey}
 }
 
 // Listing is one entry of the Dataset list: no keys, ever.
@@ -188,7 +177,7 @@ func (a *ACL) Ticket(p Principal, name string) (Ticket, error) {
 	if p.Anonymous() && d.IsS3() {
 		return Ticket{}, ErrKeysRequired
 	}
-	return ticketOf(name, d), nil
+	return Ticket{Name: name, Dataset: d}, nil
 }
 
 // Tickets returns the tickets of every Dataset p may see, in name order,
@@ -198,7 +187,7 @@ func (a *ACL) Tickets(p Principal) []Ticket {
 	names := a.Visible(p)
 	out := make([]Ticket, len(names))
 	for i, n := range names {
-		out[i] = ticketOf(n, a.datasets[n])
+		out[i] = Ticket{Name: n, Dataset: a.datasets[n]}
 	}
 	return out
 }
@@ -206,8 +195,4 @@ func (a *ACL) Tickets(p Principal) []Ticket {
 func (a *ACL) may(p Principal, name string) bool {
 	_, ok := slices.BinarySearch(a.Visible(p), name)
 	return ok
-}
-
-func ticketOf(name string, d Dataset) Ticket {
-	return Ticket{Name: name, URI: d.URI, Endpoint: d.Endpoint, Region: d.Region, AccessKey: d.AccessKey, SecretKey: d.SecretKey}
 }

@@ -61,12 +61,13 @@ type User struct {
 
 // Dataset is one registered path. An s3:// Dataset carries the backend
 // settings and keys a ticket hands to its authorized callers.
+// The JSON names are those of a ticket, which carries a Dataset.
 type Dataset struct {
-	URI       string          `toml:"uri"`
-	Endpoint  string          `toml:"endpoint,omitempty"`
-	Region    string          `toml:"region,omitempty"`
-	AccessKey string          `toml:"access_key,omitempty"`
-	SecretKey objstore.Secret `toml:"secret_key,omitempty"`
+	URI       string          `toml:"uri" json:"uri"`
+	Endpoint  string          `toml:"endpoint,omitempty" json:"endpoint,omitempty"`
+	Region    string          `toml:"region,omitempty" json:"region,omitempty"`
+	AccessKey string          `toml:"access_key,omitempty" json:"access_key,omitempty"`
+	SecretKey objstore.Secret `toml:"secret_key,omitempty" json:"secret_key,omitempty"`
 }
 
 // IsS3 reports whether the Dataset is an s3:// URI (otherwise it is a local

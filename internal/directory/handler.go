@@ -30,6 +30,14 @@ type ACLSource interface{ ACL() *ACL }
 // and logs; the server's request-id middleware supplies it.
 type RequestIDFunc func(*http.Request) string
 
+// Of returns r's id; without a RequestIDFunc, "".
+func (f RequestIDFunc) Of(r *http.Request) string {
+	if f == nil {
+		return ""
+	}
+	return f(r)
+}
+
 // Handler serves the Directory routes: GET DatasetsPath (the Datasets the
 // caller may see) and GET DatasetsPath/{name} (the ticket exchange). Mount it
 // at DatasetsPath and DatasetsPath+"/".
@@ -68,10 +76,7 @@ type listBody struct {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := ""
-	if h.RequestID != nil {
-		rid = h.RequestID(r)
-	}
+	rid := h.RequestID.Of(r)
 	log := h.Log
 	if log == nil {
 		log = slog.Default()

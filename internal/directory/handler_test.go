@@ -247,7 +247,7 @@ func TestTicketContents(t *testing.T) {
 	if err := json.Unmarshal(a.body, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := Ticket{Name: "alice_s3", URI: "s3://team/alice/", Endpoint: "http://127.0.0.1:9001", Region: "eu-west-1", AccessKey: "A_BACKEND_AK", SecretKey: "A_BACKEND_SK_0123456789"}
+	want := Ticket{Name: "alice_s3", Dataset: Dataset{URI: "s3://team/alice/", Endpoint: "http://127.0.0.1:9001", Region: "eu-west-1", AccessKey: "A_BACKEND_AK", SecretKey: "A_BACKEND_SK_0123456789"}}
 	if got != want {
 		t.Errorf("ticket %+v, want %+v", got, want)
 	}

@@ -86,10 +86,7 @@ type DataPlane struct {
 }
 
 func (d *DataPlane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := ""
-	if d.RequestID != nil {
-		rid = d.RequestID(r)
-	}
+	rid := d.RequestID.Of(r)
 	log := d.Log
 	if log == nil {
 		log = slog.Default()

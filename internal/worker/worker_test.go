@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,24 +120,13 @@ func spawner(t testing.TB, extraEnv ...string) (*Spawner, *bytes.Buffer) {
 		Path: exe, Args: []string{"-test.run=^$"},
 		Env:     append(append(os.Environ(), helperEnv+"=1"), extraEnv...),
 		Timeout: 10 * time.Second,
-		Log:     slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
+		Log:     slog.New(slog.NewTextHandler(logs, nil)), // the handler serializes its writes
 	}
 	t.Cleanup(s.Close)
 	return s, logs
 }
 
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-var s3Ticket = directory.Ticket{Name: "prod", URI: "s3://prod/", Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AccessKey: "PROD_AK_123", SecretKey: "PROD_SK_0123456789"}
+var s3Ticket = directory.Ticket{Name: "prod", Dataset: directory.Dataset{URI: "s3://prod/", Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AccessKey: "PROD_AK_123", SecretKey: "PROD_SK_0123456789"}}
 
 func runJob(t *testing.T, s *Spawner, job Job) (Head, string, error) {
 	t.Helper()
@@ -153,7 +141,7 @@ func runJob(t *testing.T, s *Spawner, job Job) (Head, string, error) {
 func TestRoundTrip(t *testing.T) {
 	s, _ := spawner(t)
 	job := Job{
-		Mounts: []directory.Ticket{s3Ticket, {Name: "local", URI: "/data/local"}}, Options: []byte(`{"max_rows":5}`),
+		Mounts: []directory.Ticket{s3Ticket, {Name: "local", Dataset: directory.Dataset{URI: "/data/local"}}}, Options: []byte(`{"max_rows":5}`),
 		Request: Request{Method: "POST", Path: "/echo", Query: "q=1&dataset=prod", Header: http.Header{"Accept": {"application/json"}}, Body: []byte("SELECT 1")},
 	}
 	head, body, err := runJob(t, s, job)
@@ -285,7 +273,7 @@ func TestWarmWorkersServeOneJobEach(t *testing.T) {
 	s.Prestart()
 	pids := map[int]bool{}
 	for i := range 5 {
-		res, err := s.Run(context.Background(), Job{Mounts: []directory.Ticket{{Name: fmt.Sprintf("d%d", i), URI: "/d"}}, Request: Request{Method: "GET", Path: "/echo"}})
+		res, err := s.Run(context.Background(), Job{Mounts: []directory.Ticket{{Name: fmt.Sprintf("d%d", i), Dataset: directory.Dataset{URI: "/d"}}}, Request: Request{Method: "GET", Path: "/echo"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +313,7 @@ func TestEnviron(t *testing.T) {
 }
 
 func TestSelectMounts(t *testing.T) {
-	local := directory.Ticket{Name: "local", URI: "/data"}
+	local := directory.Ticket{Name: "local", Dataset: directory.Dataset{URI: "/data"}}
 	sameBackend := s3Ticket
 	sameBackend.Name, sameBackend.URI = "prod_b", "s3://prod/b/"
 	other := s3Ticket

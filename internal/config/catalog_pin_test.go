@@ -135,7 +135,7 @@ func TestResolveDirectoryPins(t *testing.T) {
 		"@team/nope":      `dataset "nope" not found`,
 		"@team/Prod":      `@team/Prod: invalid dataset name "Prod"`,
 		"@team/prod/../x": `must not contain ..`,
-		"@anon/prod":      `dataset "prod" not found`,
+		"@anon/prod":      "catalog answered 401: send user keys",
 		"@wrong/prod":     "catalog answered 401: invalid or incomplete catalog keys",
 		"@anon":           "visible to you: pub",
 		"@nope/x":         "unknown pin @nope",

@@ -27,9 +27,10 @@ var (
 	// ErrNotFound: no such Dataset, or not one the caller may see; the two
 	// are never told apart.
 	ErrNotFound = errors.New("dataset not found")
-	// ErrKeysRequired: an anonymous caller asked for the ticket of a public
-	// s3:// Dataset, which carries backend keys.
-	ErrKeysRequired = errors.New("a ticket for an s3:// dataset carries backend keys: send user keys")
+	// ErrKeysRequired: an anonymous caller asked for more than the public
+	// Datasets, or for the ticket of a public s3:// Dataset (it carries
+	// backend keys). Unknown and private names get the same answer.
+	ErrKeysRequired = errors.New("send user keys: without them only the public datasets are open, and the tickets of public s3:// datasets need them too")
 )
 
 // Principal is an authenticated caller: a user, or anonymous (User == "")
@@ -167,10 +168,13 @@ func (a *ACL) Listings(p Principal) []Listing {
 }
 
 // Ticket returns the ticket of the Dataset name for p: ErrNotFound when it
-// does not exist or p may not see it, ErrKeysRequired for an anonymous
-// caller and an s3:// Dataset.
+// does not exist or p may not see it; for an anonymous caller,
+// ErrKeysRequired unless it is a public local Dataset.
 func (a *ACL) Ticket(p Principal, name string) (Ticket, error) {
 	if !a.may(p, name) {
+		if p.Anonymous() {
+			return Ticket{}, ErrKeysRequired
+		}
 		return Ticket{}, ErrNotFound
 	}
 	d := a.datasets[name]

@@ -149,8 +149,8 @@ func TestAuthMatrix(t *testing.T) {
 		{"no headers: list", "GET", list, nil, 200, "pub,pubs3"},
 		{"no headers: public local ticket", "GET", ticket("pub"), nil, 200, "pub"},
 		{"no headers: public s3 ticket needs keys", "GET", ticket("pubs3"), nil, 401, CodeUnauthorized},
-		{"no headers: granted to someone", "GET", ticket("alice_only"), nil, 404, CodeNotFound},
-		{"no headers: unknown dataset", "GET", ticket("nope"), nil, 404, CodeNotFound},
+		{"no headers: granted to someone", "GET", ticket("alice_only"), nil, 401, CodeUnauthorized},
+		{"no headers: unknown dataset", "GET", ticket("nope"), nil, 401, CodeUnauthorized},
 		{"access key only", "GET", list, []string{HeaderAccessKey, "pcak_alice"}, 401, CodeUnauthorized},
 		{"secret key only", "GET", list, []string{HeaderSecretKey, "alice-secret-0123456789"}, 401, CodeUnauthorized},
 		{"both blank", "GET", list, []string{HeaderAccessKey, "", HeaderSecretKey, ""}, 401, CodeUnauthorized},
@@ -223,13 +223,17 @@ func summary(t *testing.T, a answer) string {
 }
 
 // TestRefusalsLookAlike: an unknown user and a bad secret get the same
-// answer, and so do an unknown and an ungranted Dataset (up to its name).
+// answer, and so do an unknown and an ungranted Dataset (up to its name, or
+// exactly, for an anonymous caller).
 func TestRefusalsLookAlike(t *testing.T) {
 	f := newFixture(t, matrixConfig)
 	bad := f.do("GET", DatasetsPath, HeaderAccessKey, "pcak_alice", HeaderSecretKey, "nope")
 	unknown := f.do("GET", DatasetsPath, HeaderAccessKey, "pcak_nobody", HeaderSecretKey, "nope")
 	if !bytes.Equal(bad.body, unknown.body) || bad.status != unknown.status {
 		t.Errorf("bad secret: %d %s\nunknown user: %d %s", bad.status, bad.body, unknown.status, unknown.body)
+	}
+	if a, b := f.do("GET", DatasetsPath+"/nope"), f.do("GET", DatasetsPath+"/bob_only"); !bytes.Equal(a.body, b.body) {
+		t.Errorf("anonymous, unknown: %s\nanonymous, private: %s", a.body, b.body)
 	}
 	unknownDS := f.do("GET", DatasetsPath+"/bob_onlx", asAlice...)
 	ungranted := f.do("GET", DatasetsPath+"/bob_only", asAlice...)

@@ -109,6 +109,9 @@ func (d *DataPlane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mounts, err := SelectMounts(acl.Tickets(p), strings.Join(picked, ""))
 	var amb *AmbiguousBackendError
 	switch {
+	case errors.Is(err, directory.ErrNotFound) && p.Anonymous():
+		fail(http.StatusUnauthorized, directory.CodeUnauthorized, directory.ErrKeysRequired.Error())
+		return
 	case errors.Is(err, directory.ErrNotFound):
 		msg := "no datasets are visible to you"
 		if len(picked) == 1 {

@@ -200,7 +200,7 @@ func TestDataPlaneStatuses(t *testing.T) {
 		status  int
 		code    string
 	}{
-		{"no headers, nothing public", "/echo", nil, 404, "not_found"},
+		{"no headers, nothing public", "/echo", nil, 401, "unauthorized"},
 		{"access key only", "/echo", []string{directory.HeaderAccessKey, "pcak_alice_user"}, 401, "unauthorized"},
 		{"blank keys", "/echo", []string{directory.HeaderAccessKey, " ", directory.HeaderSecretKey, " "}, 401, "unauthorized"},
 		{"wrong secret", "/echo", []string{directory.HeaderAccessKey, "pcak_alice_user", directory.HeaderSecretKey, "BOB_USER_SECRET"}, 401, "unauthorized"},
@@ -243,6 +243,9 @@ func TestDataPlanePublicAndTimeout(t *testing.T) {
 	json.Unmarshal([]byte(body), &got)
 	if status != 201 || len(got.Mounts) != 1 || got.Mounts[0].Name != "pub" {
 		t.Errorf("anonymous: %d %s", status, body)
+	}
+	if status, body := p.do(t, "GET", "/echo?dataset=alice_s3", ""); status != 401 {
+		t.Errorf("anonymous, private dataset: %d %s", status, body)
 	}
 	p.s.Timeout = 300 * time.Millisecond
 	status, body = p.do(t, "GET", "/sleep", "", user("alice")...)

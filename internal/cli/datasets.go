@@ -48,14 +48,18 @@ func (d *datasetFlags) catalogOptions() (catalog.Options, error) {
 // mountList turns either a positional Dataset or --mount flags into mounts.
 // A positional Dataset is always the schema "dataset"; with only mounts there
 // is no default schema. A Directory pin (@team/NAME) is resolved by ticket
-// exchange here.
-func (d *datasetFlags) mountList(ctx context.Context, positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
+// exchange here, within the command's context.
+func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
 	if positional != "" && len(d.mounts) > 0 {
 		return nil, false, fmt.Errorf("a positional Dataset and --mount are mutually exclusive; mount it as --mount NAME=%s instead", positional)
 	}
 	cfg, err := config.Load(d.config)
 	if err != nil {
 		return nil, false, err
+	}
+	ctx := d.cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	if positional != "" {
 		p, err := cfg.ResolvePinContext(ctx, positional)
@@ -84,7 +88,7 @@ func (d *datasetFlags) mountList(ctx context.Context, positional string) (mounts
 
 // open builds the Snapshot for a command.
 func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Snapshot, bool, error) {
-	mounts, isPositional, err := d.mountList(ctx, positional)
+	mounts, isPositional, err := d.mountList(positional)
 	if err != nil {
 		return nil, false, err
 	}

@@ -18,6 +18,9 @@ import (
 // those mounts). close releases what it opened; it runs after the answer.
 type BuildFunc func(ctx context.Context, job Job) (h http.Handler, close func(), err error)
 
+// RequestIDHeader is the request header that carries a request id.
+const RequestIDHeader = "X-Request-Id"
+
 // StatusError lets a BuildFunc choose the status of its failure (a Dataset
 // that cannot be opened may be 503 rather than 500).
 type StatusError interface {
@@ -58,6 +61,11 @@ func Serve(ctx context.Context, stdin io.Reader, stdout io.Writer, build BuildFu
 	r, err := job.Request.httpRequest(ctx)
 	if err != nil {
 		return fail(http.StatusBadRequest, directory.CodeBadRequest, err, job.RequestID)
+	}
+	if job.RequestID != "" {
+		// The server's middleware in the worker adopts it, so the worker's
+		// answer and logs carry the parent's request id.
+		r.Header.Set(RequestIDHeader, job.RequestID)
 	}
 	h, closeFn, err := build(ctx, job)
 	if err != nil {

@@ -141,7 +141,8 @@ func runJob(t *testing.T, s *Spawner, job Job) (Head, string, error) {
 func TestRoundTrip(t *testing.T) {
 	s, _ := spawner(t)
 	job := Job{
-		Mounts: []directory.Ticket{s3Ticket, {Name: "local", Dataset: directory.Dataset{URI: "/data/local"}}}, Options: []byte(`{"max_rows":5}`),
+		RequestID: "req-42",
+		Mounts:    []directory.Ticket{s3Ticket, {Name: "local", Dataset: directory.Dataset{URI: "/data/local"}}}, Options: []byte(`{"max_rows":5}`),
 		Request: Request{Method: "POST", Path: "/echo", Query: "q=1&dataset=prod", Header: http.Header{"Accept": {"application/json"}}, Body: []byte("SELECT 1")},
 	}
 	head, body, err := runJob(t, s, job)
@@ -156,7 +157,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("%v: %s", err, body)
 	}
 	if got.Method != "POST" || got.Path != "/echo" || got.Query != "q=1&dataset=prod" || got.Body != "SELECT 1" ||
-		got.Options != `{"max_rows":5}` || got.Header.Get("Accept") != "application/json" {
+		got.Options != `{"max_rows":5}` || got.Header.Get("Accept") != "application/json" || got.Header.Get("X-Request-Id") != "req-42" {
 		t.Errorf("the worker saw %+v", got)
 	}
 	if len(got.Mounts) != 2 || got.Mounts[0] != s3Ticket || got.Mounts[1].URI != "/data/local" {

@@ -23,12 +23,24 @@ func pcTest(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	var out, errb bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
 	root := NewRoot(e)
-	serve := &cobra.Command{Use: "serve", Short: "stand-in for the server's serve command"}
-	serve.AddCommand(serveCatalogCommand(e))
-	root.AddCommand(serve)
+	addServeCatalog(root, e)
 	root.SetArgs(args)
 	err = root.ExecuteContext(context.Background())
 	return out.String(), errb.String(), err
+}
+
+// addServeCatalog puts `serve catalog` under root's serve command (a
+// stand-in where there is none yet), unless it is there already.
+func addServeCatalog(root *cobra.Command, e *env) {
+	if c, _, err := root.Find([]string{"serve", "catalog"}); err == nil && c.Name() == "catalog" {
+		return
+	}
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil || serve == root {
+		serve = &cobra.Command{Use: "serve", Short: "stand-in for the server's serve command"}
+		root.AddCommand(serve)
+	}
+	serve.AddCommand(serveCatalogCommand(e))
 }
 
 func mustPC(t *testing.T, args ...string) (stdout, stderr string) {
@@ -230,9 +242,7 @@ func TestDirectoryPinIsNeverShown(t *testing.T) {
 // in docs/ (the root's docs test covers it once serve registers it).
 func TestCatalogSubtreeDocumented(t *testing.T) {
 	root := &cobra.Command{Use: "pchronicle"}
-	serve := &cobra.Command{Use: "serve"}
-	serve.AddCommand(serveCatalogCommand(&env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}))
-	root.AddCommand(serve)
+	addServeCatalog(root, &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
 	checkDocumented(t, root)
 }
 

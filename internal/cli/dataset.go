@@ -22,23 +22,31 @@ func newDatasetCmd(e *env) *cobra.Command {
 		Long: `Pins give Datasets names: "pchronicle dataset pin nightly ./runs/nightly" lets
 every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 --mount NAME=@nightly. Pins live in the config file as [pins.<name>] tables
-(default: $XDG_CONFIG_HOME/pchronicle/config.toml; -c FILE to choose another).`,
+(default: $XDG_CONFIG_HOME/pchronicle/config.toml; -c FILE to choose another).
+A pin of a Directory (catalog://127.0.0.1:PORT with your user keys) opens its
+datasets as @NAME/DATASET (docs/directory.md).`,
 	}
 	cmd.PersistentFlags().StringVarP(&cfgPath, "config", "c", config.DefaultPath(), "config file")
 
 	var p config.Pin
 	pin := &cobra.Command{
 		Use:   "pin NAME URI",
-		Short: "Name a Dataset (a local path or an s3://, az://, gs:// prefix with its settings)",
+		Short: "Name a Dataset (a local path or an s3://, az://, gs:// prefix with its settings) or a Directory (catalog://)",
 		Example: "  pchronicle dataset pin nightly /srv/evals/nightly\n  pchronicle dataset pin captures ./captures --format atif\n" +
-			"  pchronicle dataset pin archive s3://evals/archive/ --endpoint http://127.0.0.1:7070 --path-style --ak KEY --sk SECRET",
+			"  pchronicle dataset pin archive s3://evals/archive/ --endpoint http://127.0.0.1:7070 --path-style --ak KEY --sk SECRET\n" +
+			"  pchronicle dataset pin team catalog://127.0.0.1:8081 --ak USER_AK --sk USER_SK   # then @team/prod",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := pinName(args[0])
 			if err != nil {
 				return err
 			}
-			if p.URI, err = pinURI(args[1], p); err != nil {
+			if p.URI = args[1]; p.IsCatalog() {
+				p, err = config.NormalizeCatalogPin(p)
+			} else {
+				p.URI, err = pinURI(args[1], p)
+			}
+			if err != nil {
 				return err
 			}
 			cfg, err := config.Load(cfgPath)
@@ -58,8 +66,8 @@ every command take @nightly (or @nightly/sub/dir) where it takes a Dataset, and
 	pf.StringVar(&p.Endpoint, "endpoint", "", "object-store endpoint URL (S3-compatible server, Azurite, fake-gcs)")
 	pf.StringVar(&p.Region, "region", "", "S3 signing region")
 	pf.BoolVar(&p.PathStyle, "path-style", false, "S3 path-style addressing (most S3-compatible servers need it)")
-	pf.StringVar(&p.AccessKey, "ak", "", "access key id (S3), or the account name (Azure, when --account is not given)")
-	pf.StringVar(&p.SecretKey, "sk", "", "secret key (S3) or shared account key (Azure); stored in the 0600 config file, never printed")
+	pf.StringVar(&p.AccessKey, "ak", "", "access key id (S3), the account name (Azure, when --account is not given), or a Directory user's access key (catalog://)")
+	pf.StringVar(&p.SecretKey, "sk", "", "secret key (S3), shared account key (Azure) or Directory user secret (catalog://); stored in the 0600 config file, never printed")
 	pf.StringVar(&p.Account, "account", "", "Azure storage account")
 
 	var listFormat string
@@ -141,10 +149,15 @@ func pinURI(uri string, p config.Pin) (string, error) {
 	return catalog.LocalPath(uri)
 }
 
-// showPin prints one pin; a secret key is only ever shown as "(set)".
+// showPin prints one pin; a secret key is only ever shown as "(set)", and
+// so is a Directory pin's access key: both are that user's credentials.
 func showPin(w io.Writer, name string, p config.Pin) {
 	fmt.Fprintf(w, "name:   %s\nuri:    %s\nformat: %s\n", name, catalog.RedactURI(p.URI), p.Format)
-	for _, kv := range [][2]string{{"endpoint", catalog.RedactURI(p.Endpoint)}, {"region", p.Region}, {"access_key", p.AccessKey}, {"account", p.Account}} {
+	accessKey := p.AccessKey
+	if p.IsCatalog() && accessKey != "" {
+		accessKey = "(set)"
+	}
+	for _, kv := range [][2]string{{"endpoint", catalog.RedactURI(p.Endpoint)}, {"region", p.Region}, {"access_key", accessKey}, {"account", p.Account}} {
 		if kv[1] != "" {
 			fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 		}

@@ -47,7 +47,8 @@ func (d *datasetFlags) catalogOptions() (catalog.Options, error) {
 
 // mountList turns either a positional Dataset or --mount flags into mounts.
 // A positional Dataset is always the schema "dataset"; with only mounts there
-// is no default schema.
+// is no default schema. A Directory pin (@team/NAME) is resolved by ticket
+// exchange here, within the command's context.
 func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMount, isPositional bool, err error) {
 	if positional != "" && len(d.mounts) > 0 {
 		return nil, false, fmt.Errorf("a positional Dataset and --mount are mutually exclusive; mount it as --mount NAME=%s instead", positional)
@@ -56,8 +57,12 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 	if err != nil {
 		return nil, false, err
 	}
+	ctx := d.cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if positional != "" {
-		p, err := cfg.ResolvePin(positional)
+		p, err := cfg.ResolvePinContext(ctx, positional)
 		if err != nil {
 			return nil, false, err
 		}
@@ -71,7 +76,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		p, err := cfg.ResolvePin(m.URI) // a pin brings its object-store settings
+		p, err := cfg.ResolvePinContext(ctx, m.URI) // a pin brings its object-store settings
 		if err != nil {
 			return nil, false, err
 		}

@@ -16,6 +16,18 @@ import (
 // TestEveryFlagDocumented fails when a command, one of its flags, or a
 // catalog option is missing from docs/: the docs are part of the interface.
 func TestEveryFlagDocumented(t *testing.T) {
+	text := checkDocumented(t, NewRoot(&env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}))
+	for _, s := range catalog.Describe() {
+		if !strings.Contains(text, "--"+strings.ReplaceAll(s.Name, "_", "-")) {
+			t.Errorf("option %s is not documented in docs/", s.Name)
+		}
+	}
+}
+
+// checkDocumented fails t for every visible command under root, or flag of
+// one, that docs/ does not mention, and returns the docs' text.
+func checkDocumented(t *testing.T, root *cobra.Command) string {
+	t.Helper()
 	var docs bytes.Buffer
 	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	for _, f := range files {
@@ -26,7 +38,6 @@ func TestEveryFlagDocumented(t *testing.T) {
 		docs.Write(b)
 	}
 	text := docs.String()
-	root := NewRoot(&env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -49,9 +60,5 @@ func TestEveryFlagDocumented(t *testing.T) {
 		}
 	}
 	walk(root)
-	for _, s := range catalog.Describe() {
-		if !strings.Contains(text, "--"+strings.ReplaceAll(s.Name, "_", "-")) {
-			t.Errorf("option %s is not documented in docs/", s.Name)
-		}
-	}
+	return text
 }

@@ -122,11 +122,13 @@ func (f *File) ResolvePin(ref string) (Pin, error) {
 	if !ok {
 		return Pin{}, fmt.Errorf("unknown pin @%s (see `pchronicle dataset list`)", name)
 	}
-	if suffix != "" {
-		if strings.Contains("/"+suffix+"/", "/../") {
-			return Pin{}, fmt.Errorf("pin reference %q must not contain ..", ref)
-		}
-		p.URI = strings.TrimSuffix(p.URI, "/") + "/" + suffix
+	if p.IsCatalog() {
+		return Pin{}, fmt.Errorf("@%s is a Directory (%s): its datasets can only be read, as @%s/NAME", name, p.URI, name)
 	}
+	uri, err := joinPinPath(ref, p.URI, suffix)
+	if err != nil {
+		return Pin{}, err
+	}
+	p.URI = uri
 	return p, nil
 }

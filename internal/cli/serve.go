@@ -32,6 +32,11 @@ type serveFlags struct {
 	logFormat     string
 	logLevel      string
 	shutdownGrace time.Duration
+	// The Directory (serve_directory.go).
+	catalogConfig string
+	worker        bool
+	workerTimeout time.Duration
+	warmWorkers   int
 }
 
 func init() {
@@ -72,9 +77,18 @@ been idle after new events; that is the server's only write.`,
 		f.StringVar(&sf.logFormat, "log-format", "text", "log format on stderr: text or json")
 		f.StringVar(&sf.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 		f.DurationVar(&sf.shutdownGrace, "shutdown-grace", 30*time.Second, "how long SIGINT/SIGTERM waits for in-flight requests")
+		f.StringVar(&sf.catalogConfig, "catalog-config", "", "serve a Directory (docs/directory.md): authenticate users, answer ticket exchanges, and run each authorized request in a one-shot worker that opens only that user's datasets; no DATASET arguments")
+		f.DurationVar(&sf.workerTimeout, "worker-timeout", 5*time.Minute, "with --catalog-config: how long one worker may take to answer")
+		f.IntVar(&sf.warmWorkers, "warm-workers", 2, "with --catalog-config: workers started ahead, waiting for their job (each serves one request)")
+		f.BoolVar(&sf.worker, "catalog-query-worker", false, "internal: serve one request from stdin")
+		f.MarkHidden("catalog-query-worker")
 		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if sf.worker {
+				return serveWorker(cmd.Context(), e)
+			}
 			return serve(cmd.Context(), e, ds, sf, args)
 		}
+		cmd.AddCommand(serveCatalogCommand(e))
 		return cmd
 	})
 }
@@ -130,15 +144,29 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 	if err != nil {
 		return err
 	}
+	if err := checkListen(log, sf.listen); err != nil {
+		return err
+	}
+	if sf.catalogConfig != "" {
+		if len(args) > 0 || len(ds.mounts) > 0 {
+			return fmt.Errorf("--catalog-config serves the Directory's datasets: give no DATASET arguments or --mount")
+		}
+		if _, err := ds.catalogOptions(); err != nil {
+			return err
+		}
+		h, stop, err := directoryHandler(ctx, log, sf.catalogConfig, sf, ds, nil)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		return listenAndServe(ctx, e, log, sf, h, nil)
+	}
 	mounts, positional, err := serveMounts(ds, args)
 	if err != nil {
 		return err
 	}
 	opts, err := ds.catalogOptions()
 	if err != nil {
-		return err
-	}
-	if err := checkListen(log, sf.listen); err != nil {
 		return err
 	}
 	parser, err := query.NewParser()
@@ -151,24 +179,39 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
 	rt := &serving.Runtime{}
 	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout})
+	return listenAndServe(ctx, e, log, sf, srv, func() (func(), error) {
+		started, err := generation.Start(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("building the first snapshot: %w", err)
+		}
+		rt.Publish(started)
+		if sf.refreshEvery > 0 {
+			started.Poll(sf.refreshEvery)
+		}
+		return started.Close, nil
+	})
+}
+
+// listenAndServe listens first (so /ready can say "not yet"), then runs
+// startup (nil: nothing to build), serves until ctx ends, and drains
+// in-flight requests for at most the grace period.
+func listenAndServe(ctx context.Context, e *env, log *slog.Logger, sf serveFlags, h http.Handler, startup func() (func(), error)) error {
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
-	log.Info("listening; /ready answers 503 until the first snapshot is published", "url", url)
-	started, err := generation.Start(ctx, cfg)
-	if err != nil {
-		hs.Close()
-		return fmt.Errorf("building the first snapshot: %w", err)
-	}
-	rt.Publish(started)
-	defer started.Close()
-	if sf.refreshEvery > 0 {
-		started.Poll(sf.refreshEvery)
+	if startup != nil {
+		log.Info("listening; /ready answers 503 until the first snapshot is published", "url", url)
+		stop, err := startup()
+		if err != nil {
+			hs.Close()
+			return err
+		}
+		defer stop()
 	}
 	fmt.Fprintf(e.stderr, "pchronicle serving %s\n", url)
 	select {

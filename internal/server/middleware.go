@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"time"
@@ -35,6 +36,16 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+// RequestID returns the id the middleware gave a request ("" outside it).
+func RequestID(r *http.Request) string { return requestID(r.Context()) }
+
+// Logged wraps a handler that is not the Server (the Directory's parent
+// routes) in the same middleware: request ids, panic recovery, one access
+// log line per request.
+func Logged(log *slog.Logger, next http.Handler) http.Handler {
+	return (&Server{log: log}).middleware(next)
 }
 
 // statusWriter records what a handler wrote, for the access log.

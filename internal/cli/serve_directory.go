@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/directory"
+	"github.com/pchronicle/pchronicle/internal/engine"
+	"github.com/pchronicle/pchronicle/internal/generation"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/server"
+	"github.com/pchronicle/pchronicle/internal/serving"
+	"github.com/pchronicle/pchronicle/internal/worker"
+)
+
+// serve with a Directory (docs/directory.md): the parent authenticates,
+// answers the Directory routes and hands every authorized data-plane
+// request to a one-shot worker process; it never opens a Dataset itself.
+
+// workerOptions are the serve settings every worker gets: catalog and
+// query limits by setting name, and the server's own caps.
+type workerOptions struct {
+	Catalog         map[string]string `json:"catalog"`
+	MaxResponseRows int64             `json:"max_response_rows"`
+}
+
+func (sf serveFlags) workerOptions(ds *datasetFlags) (jsonx.RawMessage, error) {
+	o := workerOptions{Catalog: map[string]string{}, MaxResponseRows: sf.maxRows}
+	for name, v := range ds.options {
+		o.Catalog[name] = *v
+	}
+	return json.Marshal(o)
+}
+
+// directoryHandler is the front-only parent's handler.
+func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf serveFlags, ds *datasetFlags, ui http.Handler) (http.Handler, func(), error) {
+	w, err := directory.Watch(path, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--catalog-config: %w", err)
+	}
+	go w.Run(ctx, directory.ReloadInterval)
+	opts, err := sf.workerOptions(ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log}
+	spawner.Prestart()
+	mux := http.NewServeMux()
+	dirHandler := &directory.Handler{ACL: w, RequestID: server.RequestID, Log: log}
+	mux.Handle(directory.DatasetsPath, dirHandler)
+	mux.Handle(directory.DatasetsPath+"/", dirHandler)
+	mux.Handle("/api/", &worker.DataPlane{ACL: w, Runner: spawner, Options: opts, RequestID: server.RequestID, Log: log})
+	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(map[string]string{"status": "ok", "version": Version})
+	})
+	mux.HandleFunc("GET /ready", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(map[string]any{"status": "ready", "directory_revision": w.ACL().Revision()})
+	})
+	if ui != nil {
+		mux.Handle("/", ui)
+	}
+	return server.Logged(log, mux), spawner.Close, nil
+}
+
+// serveWorker is the hidden worker mode: one job on stdin, its answer on
+// stdout, then exit. It opens exactly the mounts of its job, and writes
+// nothing to any Dataset (no projection supervisor).
+func serveWorker(ctx context.Context, e *env) error {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return worker.Serve(ctx, e.stdin, e.stdout, func(ctx context.Context, job worker.Job) (http.Handler, func(), error) {
+		var wo workerOptions
+		if len(job.Options) > 0 {
+			if err := json.Unmarshal(job.Options, &wo); err != nil {
+				return nil, nil, fmt.Errorf("worker options: %w", err)
+			}
+		}
+		opts := catalog.DefaultOptions()
+		for name, v := range wo.Catalog {
+			if err := opts.Set(name, v); err != nil {
+				return nil, nil, fmt.Errorf("worker options: %w", err)
+			}
+		}
+		mounts := make([]catalog.DatasetMount, len(job.Mounts))
+		for i, t := range job.Mounts {
+			mounts[i] = catalog.DatasetMount{Namespace: []string{t.Name}, Alias: t.Name, URI: t.URI, Config: t.Store()}
+		}
+		parser, err := query.NewParser()
+		if err != nil {
+			return nil, nil, err
+		}
+		limits := engine.LimitsFrom(opts)
+		rt, err := generation.Start(ctx, generation.Config{Mounts: mounts, Options: opts, Limits: limits, Parser: parser, Logger: log})
+		if err != nil {
+			parser.Close()
+			return nil, nil, unavailable{err}
+		}
+		sr := &serving.Runtime{}
+		sr.Publish(rt)
+		h := server.New(server.Config{Runtime: sr, Logger: log, Version: Version, MaxRows: wo.MaxResponseRows, MaxTimeout: limits.Timeout})
+		return h, func() { rt.Close(); parser.Close() }, nil
+	})
+}
+
+// unavailable answers a Dataset that cannot be opened with 503.
+type unavailable struct{ error }
+
+func (unavailable) HTTPStatus() int { return http.StatusServiceUnavailable }
+func (u unavailable) Unwrap() error { return u.error }

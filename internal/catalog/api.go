@@ -226,7 +226,7 @@ func (s *Snapshot) eventsSource(dataset, file string) (*Source, error) {
 		return nil, err
 	}
 	if src.Kind != KindEvents && src.Kind != KindCompact {
-		return nil, fmt.Errorf("source %s is a %s source: canonical events exist only in events stores (events.lance) and compact sources", file, src.Kind)
+		return nil, fmt.Errorf("source %s is a %s source: canonical events exist only in events stores (events.lance) and compact sources: %w", file, src.Kind, ErrNotFound)
 	}
 	if src.Err != nil {
 		return nil, fmt.Errorf("source %s: %w", file, src.Err)

@@ -28,6 +28,7 @@ type Source struct {
 	dataset *Dataset
 
 	storylines cell // runs, steps, tool_calls
+	solo       cell // the same, normalized alone when storylines is a shared batch (ResolveSolo)
 	events     cell // events
 	compact    compactLoad
 	format     string
@@ -129,12 +130,41 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 	}
 	res, err := s.storylines.do(ctx, func() (*Resolved, error) {
 		s.snap.resolves.Add(1)
-		return s.Revision.storylines(ctx, s)
+		res, err := s.Revision.storylines(ctx, s)
+		if res != nil && s.Kind == KindFile {
+			s.format = res.Format // under the cell's lock, which Format takes
+		}
+		return res, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)
 	}
 	return res, nil
+}
+
+// ResolveSolo is Resolve for a query that reads only a few sources of a
+// large shared batch (Snapshot.ResolveFiles): scanning the batch for them
+// would read every other source's rows too, so a file source already
+// resolved in a batch is normalized once more on its own (once per
+// Snapshot, like every resolution) and that small result is returned.
+// Anything else resolves as Resolve does.
+func (s *Source) ResolveSolo(ctx context.Context, relation string) (*Resolved, error) {
+	res, err := s.Resolve(ctx, relation)
+	if err != nil || res.Owners == nil || relation == model.RelEvents {
+		return res, err
+	}
+	rev, ok := s.Revision.(*FileRevision)
+	if !ok {
+		return res, nil
+	}
+	solo, err := s.solo.do(ctx, func() (*Resolved, error) {
+		s.snap.resolves.Add(1)
+		return s.normalizeFile(ctx, *rev)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", s.File, err)
+	}
+	return solo, nil
 }
 
 // ResolveSessions is Resolve for a query that provably reads only the given
@@ -245,7 +275,6 @@ func (s *Source) normalizePath(ctx context.Context, path string, check func(os.F
 	if err != nil {
 		return nil, err
 	}
-	s.format = format
 	res.Format = format
 	return res, nil
 }

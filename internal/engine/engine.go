@@ -273,7 +273,42 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return e.soloFew(ctx, p)
+}
+
+// soloFew gives the sources a relation reads alone from a large shared
+// batch their own small resolution (Source.ResolveSolo): a point query
+// that reads 1 source of a batch of 10,000 then scans that source's rows,
+// not the batch's.
+func (e *Engine) soloFew(ctx context.Context, p *plan) error {
+	const most = 16 // sources of one batch worth normalizing again
+	for _, k := range p.keys() {
+		rp := p.rels[k]
+		hits := map[string][]int{} // a batch's first file → the plan's sources in it
+		for i, res := range rp.resolved {
+			if res.Owners != nil && len(res.Files[k.relation]) > 0 {
+				first := res.Files[k.relation][0]
+				hits[first] = append(hits[first], i)
+			}
+		}
+		for _, idx := range hits {
+			owners := len(rp.resolved[idx[0]].Owners)
+			if len(idx) > most || len(idx)*4 > owners {
+				continue
+			}
+			for _, i := range idx {
+				res, err := rp.sources[i].ResolveSolo(ctx, k.relation)
+				if err != nil {
+					return err
+				}
+				rp.resolved[i] = res
+			}
+		}
+	}
+	return nil
 }
 
 func (p *plan) keys() []relKey { return sortedRelKeys(p.rels) }

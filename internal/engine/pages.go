@@ -28,45 +28,70 @@ type located struct {
 	run    *model.Run
 }
 
+// maxLocated bounds the Reader's cache of located Storylines (it is
+// emptied when full).
+const maxLocated = 4096
+
 func (r *Reader) locate(ctx context.Context, key StorylineKey) (*sql.DB, *located, error) {
 	db, err := r.open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	src, res, own, ownArgs, err := r.sourceFiles(ctx, key.Dataset, key.File)
+	r.mu.Lock()
+	loc := r.located[key]
+	r.mu.Unlock()
+	if loc != nil {
+		return db, loc, nil
+	}
+	loc, err = r.find(ctx, db, key)
 	if err != nil {
 		return nil, nil, err
 	}
+	r.mu.Lock()
+	if r.located == nil || len(r.located) >= maxLocated {
+		r.located = map[StorylineKey]*located{}
+	}
+	r.located[key] = loc
+	r.mu.Unlock()
+	return db, loc, nil
+}
+
+// find looks a Storyline up in its source's runs.
+func (r *Reader) find(ctx context.Context, db *sql.DB, key StorylineKey) (*located, error) {
+	src, res, own, ownArgs, err := r.sourceFiles(ctx, key.Dataset, key.File)
+	if err != nil {
+		return nil, err
+	}
 	if len(res.Files[model.RelRuns]) == 0 {
-		return nil, nil, fmt.Errorf("%s: %w", key, catalog.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", key, catalog.ErrNotFound)
 	}
 	q := fmt.Sprintf("%s WHERE session_id = ? AND %s LIMIT 2", selectFrom(model.RelRuns, res), own)
 	rows, err := db.QueryContext(ctx, q, append([]any{key.SessionID}, ownArgs...)...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
+		return nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
 	}
 	defer rows.Close()
 	var found []model.Run
 	for rows.Next() {
 		var run model.Run
 		if err := scanStruct(rows, &run); err != nil {
-			return nil, nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
+			return nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
 		}
 		found = append(found, run)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
+		return nil, fmt.Errorf("source %s: reading runs: %w", key.File, err)
 	}
 	switch len(found) {
 	case 0:
-		return nil, nil, fmt.Errorf("%s: %w", key, catalog.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", key, catalog.ErrNotFound)
 	case 1:
 	default:
-		return nil, nil, ambiguous(key, len(found))
+		return nil, ambiguous(key, len(found))
 	}
 	loc := &located{src: src, res: res, stored: found[0].File, run: &found[0]}
 	loc.run.File = src.File
-	return db, loc, nil
+	return loc, nil
 }
 
 // Run returns the run row of one Storyline.
@@ -75,7 +100,8 @@ func (r *Reader) Run(ctx context.Context, key StorylineKey) (*model.Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	return loc.run, nil
+	run := *loc.run // the cached row is shared
+	return &run, nil
 }
 
 // StepHeader is a step without its bodies: what a timeline shows before a

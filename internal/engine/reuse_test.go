@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
@@ -62,5 +63,36 @@ func TestRefreshReusesUnchangedSources(t *testing.T) {
 		if a, b := fmt.Sprint(mustQuery(t, e2, q).Rows), fmt.Sprint(mustQuery(t, full, q).Rows); a != b {
 			t.Errorf("%s: %s after refresh, %s from scratch", q, a, b)
 		}
+	}
+}
+
+// After a wide query normalized every file into one shared batch, a query
+// that reads one of them gets it normalized alone, once, rather than
+// scanning the whole batch for its rows.
+func TestFewSourcesOfABatchAreReadAlone(t *testing.T) {
+	snap, e := open(t, fixture(t, 20), catalog.DefaultOptions())
+	mustQuery(t, e, "SELECT count(*) FROM steps")
+	if n := snap.Resolves(); n != 20 {
+		t.Fatalf("%d resolutions after the wide query, want 20", n)
+	}
+	const q = "SELECT count(*), max(message_value) FROM steps WHERE _file_ = 'a/f004.jsonl'"
+	got := fmt.Sprint(mustQuery(t, e, q).Rows)
+	if n := snap.Resolves(); n != 21 {
+		t.Fatalf("%d resolutions after the point query, want 21 (the one file, alone)", n)
+	}
+	an, err := e.Analyze(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.planFor(context.Background(), an, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.views[relKey{catalog.DefaultAlias, "steps"}]; strings.Contains(v, "batch-") || strings.Contains(v, "WHERE") {
+		t.Fatalf("the point query's view still scans the shared batch: %s", v)
+	}
+	_, fresh := open(t, fixture(t, 20), catalog.DefaultOptions())
+	if want := fmt.Sprint(mustQuery(t, fresh, q).Rows); got != want {
+		t.Fatalf("alone: %s, from a fresh Snapshot: %s", got, want)
 	}
 }

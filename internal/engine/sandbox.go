@@ -134,14 +134,35 @@ func scans(rel string, rp *relPlan) []string {
 			whole = append(whole, fs.files...)
 			continue
 		}
-		hits := append([]string(nil), fs.hits...)
-		sort.Strings(hits)
-		out = append(out, scan(rel, "", fs.files, nil)+" WHERE _file_ IN ("+quoteList(hits)+")")
+		out = append(out, scan(rel, "", fs.files, nil)+" WHERE "+fileFilter(fs.hits, fs.owners))
 	}
 	if len(whole) > 0 {
 		out = append([]string{scan(rel, "", whole, nil)}, out...) // normalized by this build
 	}
 	return append(out, stores...)
+}
+
+// fileFilter keeps the hits' rows of a shared file set: `_file_ IN (hits)`,
+// or, when most owners are hits (a refresh carried the set over and a few
+// of its sources changed), the shorter `_file_ NOT IN (the others)`.
+func fileFilter(hits, owners []string) string {
+	in := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		in[h] = true
+	}
+	var others []string
+	for _, o := range owners {
+		if !in[o] {
+			others = append(others, o)
+		}
+	}
+	if len(others) < len(hits) {
+		sort.Strings(others)
+		return "_file_ NOT IN (" + quoteList(others) + ")"
+	}
+	sorted := append([]string(nil), hits...)
+	sort.Strings(sorted)
+	return "_file_ IN (" + quoteList(sorted) + ")"
 }
 
 // covers reports whether the hits include every owner of a shared file

@@ -29,6 +29,11 @@ type Reader struct {
 	db    *sql.DB
 	spill string
 	err   error
+
+	// located caches where each Storyline read so far lives (pages.go):
+	// the Snapshot is immutable, so the answer never changes.
+	mu      sync.Mutex
+	located map[StorylineKey]*located
 }
 
 // NewReader returns a Reader over snap; it opens nothing until first used.
@@ -112,7 +117,9 @@ func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalo
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	res, err := src.Resolve(ctx, model.RelRuns)
+	// The source's own files: reading one source out of a large shared
+	// batch would scan every other source's rows too.
+	res, err := src.ResolveSolo(ctx, model.RelRuns)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}

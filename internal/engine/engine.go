@@ -36,7 +36,8 @@ type Engine struct {
 	// spare is the next query's instance, prepared in the background
 	// (instance.go); nil when none is being prepared.
 	spare   *pending
-	mu      sync.Mutex // guards spare, closed, analyses and plans
+	idle    []*instance // instances handed back for reuse (instance.go)
+	mu      sync.Mutex  // guards spare, idle, closed, analyses and plans
 	closed  bool
 	closing sync.WaitGroup // used instances being closed in the background
 

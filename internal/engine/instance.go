@@ -10,20 +10,34 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 )
 
-// instance is a fresh in-memory DuckDB and its one connection, prepared
-// with everything that does not depend on the query: limits, a spill
-// directory of its own, file access confined to the Snapshot's pinned data
+// instance is an in-memory DuckDB and its one connection, prepared with
+// everything that does not depend on the query: limits, a spill directory
+// of its own, file access confined to the Snapshot's pinned data
 // (Snapshot.ReadableDirs), every mounted Dataset's schema with its six
 // relations, and a locked configuration. A query then only points any view
 // that differs at its own sources and fills the metadata tables it
 // references (Engine.open): every statement costs DuckDB a fraction of a
 // millisecond (allowed_directories several), so they are done ahead.
+//
+// Opening an instance costs DuckDB about 24 ms of CPU, which a server
+// answering point queries in a few milliseconds cannot pay per query. So a
+// query that ended cleanly hands its instance back (Engine.release) and a
+// later query of the same Engine reuses it: the SQL that reaches it is one
+// validated read-only statement, the configuration is locked and external
+// access off, so no query can leave anything behind for the next but the
+// views and metadata rows that every query sets for itself. An instance
+// that saw an error, or served maxUses queries, is closed instead.
 type instance struct {
-	db    *sql.DB
-	conn  *sql.Conn
-	spill string
-	views map[relKey]string // the body of every row relation's view
+	db     *sql.DB
+	conn   *sql.Conn
+	spill  string
+	views  map[relKey]string // the body of every row relation's view
+	limits Limits
+	uses   int
 }
+
+// maxUses bounds the queries one instance serves before it is replaced.
+const maxUses = 1000
 
 // pending is an instance being prepared in the background.
 type pending struct {
@@ -56,7 +70,7 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limit
 		db.Close()
 		return nil, err
 	}
-	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}}
+	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}, limits: limits}
 	setup := limits.instanceSettings(inst.spill)
 	for _, d := range e.snap.Datasets {
 		for _, rel := range rowRelations {
@@ -94,15 +108,21 @@ func (inst *instance) close() {
 	os.RemoveAll(inst.spill) // DuckDB removes it too; this covers a failed close
 }
 
-// fresh returns an instance with the given limits that no query has used:
-// the spare when it has them (waiting for it when it is still being
-// prepared, which is never slower than preparing another), or a new one
-// with the given views.
+// fresh returns an instance with the given limits: an idle one a query
+// handed back, else the spare when it has them (waiting for it when it is
+// still being prepared, which is never slower than preparing another), or a
+// new one with the given views.
 func (e *Engine) fresh(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
 	if limits != e.cfg.Limits {
 		return e.newInstance(ctx, views, limits)
 	}
 	e.mu.Lock()
+	if n := len(e.idle); n > 0 {
+		inst := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.mu.Unlock()
+		return inst, nil
+	}
 	p := e.spare
 	e.spare = nil
 	e.mu.Unlock()
@@ -123,15 +143,21 @@ func (e *Engine) fresh(ctx context.Context, views map[relKey]string, limits Limi
 	return e.newInstance(ctx, views, limits)
 }
 
-// release closes a used instance and, after a query that ran, prepares
-// the next query's instance with the same views, so that a repeated query
-// runs no set-up statement at all. Both happen in the background: the
-// result has already been read.
-func (e *Engine) release(inst *instance, prepare bool) {
+// release takes an instance back after its query. One whose query ran to
+// its end, with the engine's own limits, is kept idle for the next query
+// (see instance); any other is closed in the background and, after a query
+// that ran, the next query's instance is prepared with the same views, so
+// that a repeated query runs no set-up statement at all.
+func (e *Engine) release(inst *instance, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	inst.uses++
 	if e.closed {
 		inst.close()
+		return
+	}
+	if ok && inst.limits == e.cfg.Limits && inst.uses < maxUses && len(e.idle) < e.maxIdle() {
+		e.idle = append(e.idle, inst)
 		return
 	}
 	e.closing.Add(1)
@@ -139,9 +165,18 @@ func (e *Engine) release(inst *instance, prepare bool) {
 		defer e.closing.Done()
 		inst.close()
 	}()
-	if prepare {
+	if ok {
 		e.prepareLocked(inst.views)
 	}
+}
+
+// maxIdle is how many instances the engine keeps for reuse: one per query
+// the gate lets run at once.
+func (e *Engine) maxIdle() int {
+	if e.cfg.Gate != nil {
+		return cap(e.cfg.Gate.slots)
+	}
+	return 1
 }
 
 // prepare starts preparing the next query's instance with the given views
@@ -171,14 +206,35 @@ func (e *Engine) prepareLocked(views map[relKey]string) {
 	}()
 }
 
-// Close closes the spare (when it is ready; otherwise its preparer does)
-// and waits for used instances to close.
+// WaitPrepared waits until the instance the engine prepares ahead is ready
+// (or ctx ends), so that a runtime can publish an engine whose first query
+// does not wait for DuckDB to open.
+func (e *Engine) WaitPrepared(ctx context.Context) {
+	e.mu.Lock()
+	p := e.spare
+	e.mu.Unlock()
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+	}
+}
+
+// Close closes the idle instances and the spare (when it is ready;
+// otherwise its preparer does) and waits for used instances to close.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
 	p := e.spare
 	e.spare = nil
+	idle := e.idle
+	e.idle = nil
 	e.mu.Unlock()
+	for _, inst := range idle {
+		inst.close()
+	}
 	if p != nil {
 		e.abandon(p)
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// open returns a fresh instance sandboxed for one query: it can read only
-// the Snapshot's pinned data (and spill), its relations are views over
-// exactly the query's resolved sources, and its configuration is locked.
-// This is the second wall behind SQL validation.
+// open returns an instance sandboxed for one query: it can read only the
+// Snapshot's pinned data (and spill), its relations are views over exactly
+// the query's resolved sources, and its configuration is locked. This is
+// the second wall behind SQL validation.
 func (e *Engine) open(ctx context.Context, p *plan, limits Limits) (*instance, error) {
 	views := p.views
 	inst, err := e.fresh(ctx, views, limits)
@@ -78,10 +78,14 @@ func (e *Engine) views(p *plan) map[relKey]string {
 func (e *Engine) metadataDDL(d *catalog.Dataset, p *plan) []string {
 	schema := Ident(d.Mount.Alias)
 	var stmts []string
+	// A reused instance may hold an earlier query's rows, and sources.format
+	// fills in as files are read: the tables are refilled for each query.
 	if p.meta[relKey{d.Mount.Alias, model.RelSources}] {
+		stmts = append(stmts, "DELETE FROM "+schema+"."+Ident(model.RelSources))
 		stmts = append(stmts, insertDDL(schema, model.RelSources, rowValues(d.SourceRows()))...)
 	}
 	if p.meta[relKey{d.Mount.Alias, model.RelProjections}] {
+		stmts = append(stmts, "DELETE FROM "+schema+"."+Ident(model.RelProjections))
 		stmts = append(stmts, insertDDL(schema, model.RelProjections, rowValues(d.ProjectionRows()))...)
 	}
 	return stmts

@@ -197,6 +197,8 @@ func (r *Runtime) buildAndPublish(ctx context.Context, trigger string, force boo
 		return rep, nil
 	}
 	g := build(snap, r.cfg.Parser, engine.Config{Positional: r.cfg.Positional, Limits: r.cfg.Limits, Gate: r.cfg.Gate}, r.seq.Add(1))
+	// Complete before it is published: its first query's instance is open.
+	g.engine.WaitPrepared(ctx)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

@@ -118,8 +118,8 @@ func (s *supervisor) tick(ctx context.Context) {
 		prevSeen, known := s.seen[src.Path]
 		s.seen[src.Path] = rev.Revision
 		s.mu.Unlock()
-		if fresh(src, rev) || (known && prevSeen != rev.Revision) {
-			continue // up to date, or still receiving events: wait for an idle tick
+		if fresh(src, rev) || !known || prevSeen != rev.Revision {
+			continue // up to date, or not seen idle for a whole tick yet
 		}
 		if s.project(ctx, src.Dataset().Mount.NamespacePath(), src) {
 			published = true

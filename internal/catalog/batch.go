@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 
@@ -95,7 +96,10 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 	for i, s := range claimed {
 		c := &s.storylines
 		c.done = true
+		var nt *notTrajectory
 		switch {
+		case errors.As(errs[i], &nt):
+			c.res = nt.resolved()
 		case errs[i] != nil:
 			c.err = errs[i]
 			failed = append(failed, errs[i])

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"github.com/pchronicle/pchronicle/internal/format"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // Names that mark composite roots (spec §5.1–5.2, DECISIONS §3).

@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// Policies for a file no adapter recognizes (Options.Unrecognized).
+const (
+	UnrecognizedWarn = "warn"
+	UnrecognizedFail = "error"
+)
+
 // Error policies for candidate sources (spec §8).
 const (
 	ErrorsStrict = "strict" // any bad candidate fails the Snapshot build
@@ -24,6 +30,7 @@ type Options struct {
 	MaxEntries        int    `opt:"max_entries" default:"1000000" help:"most directory entries or listed objects one Dataset walk may visit"`
 	MaxDetectionBytes int64  `opt:"max_detection_bytes" default:"1048576" help:"bytes read from a file to detect its format"`
 	MaxFileBytes      int64  `opt:"max_file_bytes" default:"0" help:"largest peripheral file accepted, in bytes (0 = no limit)"`
+	Unrecognized      string `opt:"unrecognized" default:"warn" help:"a file no format adapter recognizes: warn (it is not a trajectory: no rows and a warning naming it) or error (the query fails)"`
 	// Resolution and query bounds.
 	MaxConcurrentSources  int           `opt:"max_concurrent_sources" default:"4" help:"sources one query resolves at the same time"`
 	MaxEventFallbackRows  int64         `opt:"max_event_fallback_rows" default:"5000000" help:"most canonical events one query may normalize when no fresh projection exists"`
@@ -83,6 +90,9 @@ func (o *Options) Set(name, value string) error {
 func (o *Options) Validate() error {
 	if o.Errors != ErrorsStrict && o.Errors != ErrorsReport {
 		return fmt.Errorf("option errors: %q is not strict or report", o.Errors)
+	}
+	if o.Unrecognized != UnrecognizedWarn && o.Unrecognized != UnrecognizedFail {
+		return fmt.Errorf("option unrecognized: %q is not warn or error", o.Unrecognized)
 	}
 	if o.MaxFiles <= 0 || o.MaxEntries <= 0 || o.MaxDetectionBytes <= 0 || o.MaxConcurrentSources <= 0 {
 		return fmt.Errorf("options max_files, max_entries, max_detection_bytes and max_concurrent_sources must be positive")

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -55,6 +56,9 @@ type Resolved struct {
 	// the (shared) files hold: a reader of only some of them must filter by
 	// _file_ (see Snapshot.ResolveFiles).
 	Owners []string
+	// Warnings say what the source's resolution skipped (an unrecognized
+	// file); queries that read the source report them.
+	Warnings []string
 	// SchemaVersion is the row schema the files were written at (0: this
 	// build's); a column added later is absent from them and reads as NULL
 	// (model.Column.MissingIn).
@@ -272,11 +276,29 @@ func (s *Source) normalizePath(ctx context.Context, path string, check func(os.F
 		format, err = s.normalizeInto(ctx, path, check, add)
 		return err
 	})
+	var nt *notTrajectory
+	if errors.As(err, &nt) {
+		return nt.resolved(), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	res.Format = format
 	return res, nil
+}
+
+// notTrajectory is a file no adapter recognizes, read under the warn
+// policy for unrecognized files: it is not a trajectory source, so it
+// resolves to no rows and a warning that names it (a config.json or
+// result.json beside the trajectories must not fail every query over the
+// folder). A file an adapter claims but cannot parse is an error, as ever.
+type notTrajectory struct{ err error }
+
+func (e *notTrajectory) Error() string { return e.err.Error() }
+func (e *notTrajectory) Unwrap() error { return e.err }
+
+func (e *notTrajectory) resolved() *Resolved {
+	return &Resolved{Files: map[string][]string{}, Warnings: []string{e.err.Error() + " (not a trajectory: it contributes no rows)"}}
 }
 
 // normalizeInto normalizes the local file at path through add and returns
@@ -285,6 +307,9 @@ func (s *Source) normalizePath(ctx context.Context, path string, check func(os.F
 func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, error) {
 	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
+	if errors.Is(err, format.ErrUnrecognized) && s.snap.Options.Unrecognized != UnrecognizedFail {
+		return "", &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}
+	}
 	if err != nil {
 		return "", err
 	}

@@ -64,6 +64,9 @@ prints how many sources each relation considered, skipped and resolved.`,
 			if explain {
 				writePruning(e.stderr, rows.Pruning)
 			}
+			for _, w := range rows.Warnings {
+				fmt.Fprintln(e.stderr, "pchronicle: warning:", w)
+			}
 			return writeRows(e.stdout, outFormat, rows)
 		}
 		return cmd

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -323,6 +324,39 @@ func sortedRelKeys[V any](m map[relKey]V) []relKey {
 		return cmp.Or(strings.Compare(keys[i].dataset, keys[j].dataset), strings.Compare(keys[i].relation, keys[j].relation)) < 0
 	})
 	return keys
+}
+
+// maxWarnings bounds the warnings one query reports; beyond, a count.
+const maxWarnings = 20
+
+// warnings are what resolving the plan's sources skipped, each once, at
+// most maxWarnings and then how many more.
+func (p *plan) warnings() []string {
+	seen := map[string]bool{}
+	var out []string
+	more := 0
+	for _, k := range p.keys() {
+		for _, res := range p.rels[k].resolved {
+			if res == nil {
+				continue
+			}
+			for _, w := range res.Warnings {
+				if seen[w] {
+					continue
+				}
+				seen[w] = true
+				if len(out) < maxWarnings {
+					out = append(out, w)
+				} else {
+					more++
+				}
+			}
+		}
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("… and %d more warnings like these", more))
+	}
+	return out
 }
 
 func (p *plan) report() []RelationReport {

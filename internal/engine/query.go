@@ -61,6 +61,7 @@ type Result struct {
 	Types     []string
 	Rows      [][]any
 	Pruning   []RelationReport
+	Warnings  []string
 	Truncated bool
 }
 
@@ -71,7 +72,7 @@ func (e *Engine) Query(ctx context.Context, sqlText string, opts QueryOptions) (
 		return nil, err
 	}
 	defer rows.Close()
-	res := &Result{Columns: rows.Columns, Types: rows.Types, Pruning: rows.Pruning}
+	res := &Result{Columns: rows.Columns, Types: rows.Types, Pruning: rows.Pruning, Warnings: rows.Warnings}
 	for rows.Next() {
 		res.Rows = append(res.Rows, rows.Values())
 	}
@@ -88,6 +89,9 @@ type Rows struct {
 	Columns []string
 	Types   []string
 	Pruning []RelationReport
+	// Warnings say what the query's sources skipped (files that are not
+	// trajectories), bounded.
+	Warnings []string
 
 	e         *Engine
 	inst      *instance
@@ -139,7 +143,7 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 	if err == nil {
 		var cols []*sql.ColumnType
 		if cols, err = sqlRows.ColumnTypes(); err == nil {
-			r := &Rows{Pruning: plan.report(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
+			r := &Rows{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
 				maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
 			for _, c := range cols {
 				r.Columns = append(r.Columns, c.Name())

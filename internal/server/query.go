@@ -135,7 +135,7 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, g Generation, 
 		"elapsed_ms":     float64(time.Since(start).Microseconds()) / 1000,
 		"pruning":        orEmpty(rows.Pruning),
 		"source_routing": routing,
-		"warnings":       []string{},
+		"warnings":       orEmpty(rows.Warnings),
 	})
 	return nil
 }
@@ -147,6 +147,7 @@ func (s *Server) streamRows(w http.ResponseWriter, rows *engine.Rows, format, sn
 	h := w.Header()
 	h.Set("Trailer", "X-Truncated, X-Row-Count, X-Elapsed-Ms, X-Error-Code")
 	h.Set("X-Source-Routing", routing.Outcome)
+	h.Set("X-Warnings", fmt.Sprint(len(rows.Warnings)))
 	var write func([]any) error
 	switch format {
 	case "csv":

@@ -1,13 +1,15 @@
 package objstore
 
 import (
+	"context"
 	"errors"
-
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"google.golang.org/api/googleapi"
+	"net/http"
 	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"google.golang.org/api/googleapi"
 )
 
 // httpStatus digs the HTTP status out of an SDK error (AWS, Azure and
@@ -57,4 +59,38 @@ func etagEqual(a, b string) bool {
 // carry milliseconds, Last-Modified headers only seconds.
 func sameSecond(a, b time.Time) bool {
 	return a.Truncate(time.Second).Equal(b.Truncate(time.Second))
+}
+
+// remoteBase is what the S3, Azure and GCS backends share: their name, the
+// retry bounds their clients were built with, and the error scrubber.
+type remoteBase struct {
+	name  string // Bucket.String(): scheme://bucket
+	retry Retry
+	scrub scrubber
+}
+
+func newRemoteBase(name string, cfg Config) remoteBase {
+	return remoteBase{name: name, retry: cfg.Retry.withDefaults(), scrub: newScrubber(cfg)}
+}
+
+func (b remoteBase) String() string { return b.name }
+
+// fail is the *Error of op on key (a prefix for listings), with the
+// failures the call's tally counted (see track).
+func (b remoteBase) fail(ctx context.Context, op, key string, err error) error {
+	return b.scrub.error(op, b.name+"/"+key, tallyFrom(ctx), err)
+}
+
+// pinned builds the pinned read of pin through open.
+func (b remoteBase) pinned(pin ObjectInfo, open rangeOpener, fail func(context.Context, error) error) pinnedRead {
+	return pinnedRead{bucket: b.name, pin: pin, retry: b.retry, open: open, fail: fail}
+}
+
+// changedOnRead is the *ChangedError of a pinned read the server refused:
+// the version is gone (404) or no longer matches (412).
+func (b remoteBase) changedOnRead(pin ObjectInfo, err error) error {
+	if s := httpStatus(err); s == http.StatusNotFound || s == http.StatusPreconditionFailed {
+		return &ChangedError{Bucket: b.name, Pinned: pin, Reason: fmt.Sprintf("server answered %d %s", s, http.StatusText(s))}
+	}
+	return nil
 }

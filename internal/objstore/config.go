@@ -52,20 +52,22 @@ func redactedMark(s Secret) string {
 }
 
 // Error is a failed call on an object or a listing. URI names it as
-// scheme://bucket/key, without credentials; Failures counts the requests
-// (or response bodies) that failed before the call gave up, retries
-// included. The cause stays reachable through errors.Is/As.
+// scheme://bucket/key, without credentials. Failures counts the requests
+// (or response bodies) that failed before the call gave up, retries and
+// resumptions included, and Last says what the last of them was. The cause
+// stays reachable through errors.Is/As.
 type Error struct {
 	Op       string // list, stat, read, put, connect
 	URI      string
 	Failures int
+	Last     string
 	Err      error
 }
 
 func (e *Error) Error() string {
 	msg := e.Op + " " + e.URI + ": " + oneLine(e.Err.Error())
 	if e.Failures > 1 {
-		msg += fmt.Sprintf(" (%d failed attempts)", e.Failures)
+		msg += fmt.Sprintf(" (%d failed attempts, the last: %s)", e.Failures, e.Last)
 	}
 	return msg
 }
@@ -109,7 +111,12 @@ var signedParam = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-
 // is kept unless its text had to be scrubbed, in which case only the
 // sentinel classification survives.
 func (s scrubber) error(op, uri string, t *tally, err error) error {
-	return &Error{Op: op, URI: uri, Failures: t.Failures(), Err: s.clean(err)}
+	e := &Error{Op: op, URI: uri, Err: s.clean(err)}
+	e.Failures, e.Last = t.failed()
+	if e.Last != "" {
+		e.Last = oneLine(s.clean(errors.New(e.Last)).Error())
+	}
+	return e
 }
 
 func (s scrubber) clean(err error) error {

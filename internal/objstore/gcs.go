@@ -147,22 +147,47 @@ func (b *GCS) PutIfMatch(ctx context.Context, prev ObjectInfo, r io.Reader, size
 }
 
 // put uploads in one request (ChunkSize 0): the object appears whole or not
-// at all, and nothing is buffered.
+// at all, and nothing is buffered in memory. The SDK cannot retry such an
+// upload (it keeps no copy of the bytes), so put does, from a seekable body
+// (a plain reader is spooled to a temp file first), for the errors the SDK
+// counts as transient, up to Retry.Attempts times.
 func (b *GCS) put(ctx context.Context, obj *storage.ObjectHandle, r io.Reader, size int64, conditional bool) (ObjectInfo, error) {
 	ctx, _ = track(ctx, 0)
+	body, done, err := seekable(r, size)
+	if err != nil {
+		return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)
+	}
+	defer done()
+	for attempt := 1; ; attempt++ {
+		info, err := b.putOnce(ctx, obj, body, size)
+		switch {
+		case err == nil:
+			return info, nil
+		case conditional && httpStatus(err) == http.StatusPreconditionFailed:
+			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), ErrPrecondition)
+		case attempt >= b.retry.Attempts || !storage.ShouldRetry(err) || ctx.Err() != nil:
+			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)
+		}
+		if err := sleepCtx(ctx, b.retry.backoff(attempt)); err != nil {
+			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)
+		}
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)
+		}
+	}
+}
+
+func (b *GCS) putOnce(ctx context.Context, obj *storage.ObjectHandle, body io.Reader, size int64) (ObjectInfo, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // aborts the upload when the copy fails
 	w := obj.NewWriter(ctx)
 	w.ChunkSize = 0
-	err := copyExactly(r, size)(w)
+	err := copyExactly(body, size)(w)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		if conditional && httpStatus(err) == http.StatusPreconditionFailed {
-			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), ErrPrecondition)
-		}
-		return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)
+		return ObjectInfo{}, err
 	}
 	return gcsInfo(w.Attrs()), nil
 }

@@ -140,9 +140,9 @@ func parseContentRange(s string) (first, total int64, err error) {
 		if err == nil {
 			total, err = strconv.ParseInt(size, 10, 64)
 		}
-		if err == nil {
+		if err == nil && 0 <= first && first < total {
 			return first, total, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("bad Content-Range %q in a ranged response", s)
+	return 0, 0, fmt.Errorf("bad Content-Range %.80q in a ranged response", s)
 }

@@ -117,14 +117,13 @@ func (e *TimeoutError) Timeout() bool   { return true }
 func (e *TimeoutError) Temporary() bool { return true }
 
 // budgetError is returned for a request beyond a pinned read's budget. It
-// tells each SDK not to retry it: it ends the read.
-type budgetError struct {
-	limit int
-	last  string
-}
+// tells each SDK not to retry it: it ends the read. (Its text must not
+// quote the last failure: GCS retries errors whose text says "connection
+// reset"; the *Error of the read says what the last failure was.)
+type budgetError struct{ limit int }
 
 func (e *budgetError) Error() string {
-	return fmt.Sprintf("gave up after %d requests for one read (last failure: %s)", e.limit, e.last)
+	return fmt.Sprintf("gave up after %d requests for one read", e.limit)
 }
 
 // RetryableError is how the AWS SDK asks whether to retry an error.
@@ -169,7 +168,7 @@ func (t *tally) take() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.limit > 0 && t.requests >= t.limit {
-		return &budgetError{limit: t.limit, last: t.last}
+		return &budgetError{limit: t.limit}
 	}
 	t.requests++
 	return nil
@@ -185,12 +184,13 @@ func (t *tally) fail(what string) {
 	t.last = what
 }
 
-// Failures is how many requests (or bodies) of the call failed.
-func (t *tally) Failures() int {
+// failed says how many requests (or bodies) of the call failed, and how
+// the last one did.
+func (t *tally) failed() (int, string) {
 	if t == nil {
-		return 0
+		return 0, ""
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.failures
+	return t.failures, t.last
 }

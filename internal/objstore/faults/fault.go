@@ -96,6 +96,20 @@ func ObjectRequest(key string) func(*http.Request) bool {
 	return func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/"+key) }
 }
 
+// ObjectWrite matches uploads of key: an S3 or Azure PUT, a GCS upload
+// (which names the object in its query).
+func ObjectWrite(key string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		switch r.Method {
+		case http.MethodPut:
+			return strings.HasSuffix(r.URL.Path, "/"+key)
+		case http.MethodPost:
+			return strings.HasPrefix(r.URL.Path, "/upload/") && r.URL.Query().Get("name") == key
+		}
+		return false
+	}
+}
+
 // List matches listing requests of S3 (ListObjectsV2, ListObjectVersions),
 // Azure (List Blobs) and GCS (objects.list).
 func List(r *http.Request) bool {

@@ -7,7 +7,8 @@
 // real server between two ranged reads.
 //
 // Everything else is forwarded unchanged, Host header included, so request
-// signatures (S3 SigV4, Azure Shared Key) stay valid.
+// signatures (S3 SigV4) stay valid; ServerHost sends the target's host
+// instead, for servers that route by it.
 package faults
 
 import (
@@ -30,8 +31,9 @@ const Always = -1
 type Proxy struct {
 	URL string // the base URL clients use instead of the target's (same path)
 
-	target    *url.URL
-	transport *http.Transport
+	target     *url.URL
+	transport  *http.Transport
+	serverHost bool
 
 	mu    sync.Mutex
 	rules []*Rule
@@ -56,10 +58,18 @@ type Rule struct {
 	hits int // matching requests seen
 }
 
+// Option configures a Proxy.
+type Option func(*Proxy)
+
+// ServerHost makes the proxy send the target's Host header rather than the
+// client's: fake-gcs-server routes its XML API by host (and GCS requests
+// to an emulator are not signed).
+func ServerHost() Option { return func(p *Proxy) { p.serverHost = true } }
+
 // New starts a proxy on 127.0.0.1 in front of target (a base URL such as
 // "http://127.0.0.1:7070" or Azurite's ".../devstoreaccount1") and stops it
 // when the test ends.
-func New(t testing.TB, target string) *Proxy {
+func New(t testing.TB, target string, opts ...Option) *Proxy {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -70,6 +80,9 @@ func New(t testing.TB, target string) *Proxy {
 		DisableCompression:  true, // bytes pass through exactly
 		MaxIdleConnsPerHost: 16,
 	}}
+	for _, o := range opts {
+		o(p)
+	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -193,6 +206,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(fmt.Sprintf("faults proxy: hijack: %v", err)) // an HTTP/1.1 server always can
 		}
 		if tc, ok := conn.(*net.TCPConn); ok && f.kind == kindReset {
+			// A reset drops what the client has not read yet: give it a
+			// moment to take the bytes sent, so the reset is mid-body.
+			time.Sleep(20 * time.Millisecond)
 			tc.SetLinger(0) // close with RST instead of FIN
 		}
 		conn.Close()
@@ -204,6 +220,9 @@ func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.target.Scheme, p.target.Host
 	out.Host = r.Host // signed by the client: keep it
+	if p.serverHost {
+		out.Host = p.target.Host
+	}
 	return p.transport.RoundTrip(out)
 }
 

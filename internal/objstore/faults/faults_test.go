@@ -117,22 +117,25 @@ func TestRuleSkipTimesAndHook(t *testing.T) {
 func TestMatchers(t *testing.T) {
 	req := func(method, target string) *http.Request { return httptest.NewRequest(method, target, nil) }
 	for _, tc := range []struct {
-		r          *http.Request
-		read, list bool
+		r                 *http.Request
+		read, write, list bool
 	}{
-		{req("GET", "/bkt/ds/a.jsonl?versionId=3"), true, false},                         // S3
-		{req("HEAD", "/bkt/ds/a.jsonl"), false, false},                                   // S3 stat
-		{req("GET", "/devstoreaccount1/c/ds/a.jsonl"), true, false},                      // Azure
-		{req("GET", "/storage/v1/b/bkt/o/ds%2Fa.jsonl?alt=json"), false, false},          // GCS stat
-		{req("GET", "/download/storage/v1/b/bkt/o/ds%2Fa.jsonl?alt=media"), true, false}, // GCS JSON read
-		{req("GET", "/bkt?list-type=2&prefix=ds%2F"), false, true},                       // S3
-		{req("GET", "/bkt?versions&prefix=ds%2F"), false, true},                          // S3 versioned
-		{req("GET", "/devstoreaccount1/c?restype=container&comp=list"), false, true},     // Azure
-		{req("GET", "/storage/v1/b/bkt/o?prefix=ds%2F"), false, true},                    // GCS
-		{req("GET", "/bkt?versioning"), false, false},                                    // S3 probe
+		{req("GET", "/bkt/ds/a.jsonl?versionId=3"), true, false, false},                         // S3
+		{req("HEAD", "/bkt/ds/a.jsonl"), false, false, false},                                   // S3 stat
+		{req("GET", "/devstoreaccount1/c/ds/a.jsonl"), true, false, false},                      // Azure
+		{req("GET", "/storage/v1/b/bkt/o/ds%2Fa.jsonl?alt=json"), false, false, false},          // GCS stat
+		{req("GET", "/download/storage/v1/b/bkt/o/ds%2Fa.jsonl?alt=media"), true, false, false}, // GCS JSON read
+		{req("GET", "/bkt?list-type=2&prefix=ds%2F"), false, false, true},                       // S3
+		{req("GET", "/bkt?versions&prefix=ds%2F"), false, false, true},                          // S3 versioned
+		{req("GET", "/devstoreaccount1/c?restype=container&comp=list"), false, false, true},     // Azure
+		{req("GET", "/storage/v1/b/bkt/o?prefix=ds%2F"), false, false, true},                    // GCS
+		{req("GET", "/bkt?versioning"), false, false, false},                                    // S3 probe
 	} {
 		if got := faults.ObjectRead("ds/a.jsonl")(tc.r); got != tc.read {
 			t.Errorf("ObjectRead(%s %s) = %v", tc.r.Method, tc.r.URL, got)
+		}
+		if got := faults.ObjectWrite("ds/a.jsonl")(tc.r); got != tc.write {
+			t.Errorf("ObjectWrite(%s %s) = %v", tc.r.Method, tc.r.URL, got)
 		}
 		if got := faults.List(tc.r); got != tc.list {
 			t.Errorf("List(%s %s) = %v", tc.r.Method, tc.r.URL, got)

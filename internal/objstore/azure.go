@@ -176,6 +176,9 @@ func (b *Azure) put(ctx context.Context, key string, r io.Reader, size int64, co
 	resp, err := b.client.NewBlockBlobClient(key).Upload(ctx, streaming.NopCloser(body), &opts)
 	if err != nil {
 		if s := httpStatus(err); cond != nil && (s == http.StatusPreconditionFailed || s == http.StatusConflict) {
+			if info, ok := ownWrite(ctx, b, key, body, size); ok {
+				return info, nil
+			}
 			return ObjectInfo{}, b.err(ctx, "put", key, ErrPrecondition)
 		}
 		return ObjectInfo{}, b.err(ctx, "put", key, err)

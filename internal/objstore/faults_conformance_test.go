@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -382,16 +383,44 @@ func testListingFaults(t *testing.T, be backend) {
 func testStatAndPutRetry(t *testing.T, be backend) {
 	e := newFaultEnv(t, be)
 	put(t, e.direct, "s.json", `{"a":1}`)
+	put(t, e.direct, "taken.json", "theirs")
 	e.proxy.Add(faults.Rule{Match: faults.ObjectRequest("s.json"), Times: 1, Fault: faults.Status(http.StatusServiceUnavailable)})
 	e.proxy.Add(faults.Rule{Match: faults.ObjectWrite("p.json"), Times: 1, Fault: faults.Status(http.StatusInternalServerError)})
+	// The server takes these puts but their answers are lost: the retry is
+	// refused by the put's own first write.
+	e.proxy.Add(faults.Rule{Match: faults.ObjectWrite("lost.json"), Times: 1, Fault: faults.Drop()})
+	e.proxy.Add(faults.Rule{Match: faults.ObjectWrite("CURRENT"), Skip: 1, Times: 1, Fault: faults.Drop()}) // the PutIfMatch
+	e.proxy.Add(faults.Rule{Match: faults.ObjectWrite("taken.json"), Times: 1, Fault: faults.Drop()})
 	b := e.through(t, fastRetry, 0)
+	cp := b.(objstore.ConditionalPutter)
 	if st, err := b.Stat(ctx, "s.json"); err != nil || st.Size != 7 {
 		t.Fatalf("stat after a 503: %+v %v", st, err)
 	}
-	if _, err := b.(objstore.ConditionalPutter).PutIfAbsent(ctx, "p.json", strings.NewReader("{}"), 2); err != nil {
+	body := func(s string) (io.Reader, int64) { return strings.NewReader(s), int64(len(s)) }
+	r, n := body("{}")
+	if _, err := cp.PutIfAbsent(ctx, "p.json", r, n); err != nil {
 		t.Fatalf("put if absent after a 500: %v\n%s", err, e.proxy.Log())
 	}
-	if got, err := readAll(e.direct, list(t, e.direct, "p.json")[0]); err != nil || string(got) != "{}" {
-		t.Fatalf("p.json = %q, %v", got, err)
+	r, n = body("mine")
+	if info, err := cp.PutIfAbsent(ctx, "lost.json", r, n); err != nil || info.Size != 4 {
+		t.Fatalf("put if absent whose answer was lost: %+v %v; want success, the object is ours\n%s", info, err, e.proxy.Log())
+	}
+	r, n = body("gen-1")
+	first, err := cp.PutIfAbsent(ctx, "CURRENT", r, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, n = body("gen-2")
+	if _, err := cp.PutIfMatch(ctx, first, r, n); err != nil {
+		t.Fatalf("put if match whose first answer was lost: %v; want success\n%s", err, e.proxy.Log())
+	}
+	r, n = body("mine")
+	if _, err := cp.PutIfAbsent(ctx, "taken.json", r, n); !errors.Is(err, objstore.ErrPrecondition) {
+		t.Fatalf("put if absent over another writer's object, answer lost: %v; want ErrPrecondition", err)
+	}
+	for key, want := range map[string]string{"p.json": "{}", "lost.json": "mine", "CURRENT": "gen-2", "taken.json": "theirs"} {
+		if got, err := readAll(e.direct, list(t, e.direct, key)[0]); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", key, got, err, want)
+		}
 	}
 }

@@ -164,6 +164,9 @@ func (b *GCS) put(ctx context.Context, obj *storage.ObjectHandle, r io.Reader, s
 		case err == nil:
 			return info, nil
 		case conditional && httpStatus(err) == http.StatusPreconditionFailed:
+			if info, ok := ownWrite(ctx, b, obj.ObjectName(), body, size); ok {
+				return info, nil
+			}
 			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), ErrPrecondition)
 		case attempt >= b.retry.Attempts || !storage.ShouldRetry(err) || ctx.Err() != nil:
 			return ObjectInfo{}, b.err(ctx, "put", obj.ObjectName(), err)

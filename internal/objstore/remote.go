@@ -1,9 +1,11 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -93,4 +95,51 @@ func (b remoteBase) changedOnRead(pin ObjectInfo, err error) error {
 		return &ChangedError{Bucket: b.name, Pinned: pin, Reason: fmt.Sprintf("server answered %d %s", s, http.StatusText(s))}
 	}
 	return nil
+}
+
+// ownWrite handles a conditional put refused (412) after one of its
+// attempts failed: that attempt may have reached the server and only its
+// answer been lost, so the retry was refused because of the put's own
+// write. When key now holds exactly the bytes of body, the put took effect
+// and its ObjectInfo is returned; otherwise ok is false and the refusal
+// stands.
+func ownWrite(ctx context.Context, b Bucket, key string, body io.ReadSeeker, size int64) (info ObjectInfo, ok bool) {
+	if n, _ := tallyFrom(ctx).failed(); n == 0 {
+		return ObjectInfo{}, false
+	}
+	info, err := b.Stat(ctx, key)
+	if err != nil || info.Size != size {
+		return ObjectInfo{}, false
+	}
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return ObjectInfo{}, false
+	}
+	rc, err := b.ReadPinned(ctx, info)
+	if err != nil {
+		return ObjectInfo{}, false
+	}
+	defer rc.Close()
+	same, err := sameBytes(rc, body)
+	return info, err == nil && same
+}
+
+// sameBytes compares two streams to their ends.
+func sameBytes(a, b io.Reader) (bool, error) {
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		n, errA := io.ReadFull(a, bufA)
+		m, errB := io.ReadFull(b, bufB[:n])
+		if m != n || !bytes.Equal(bufA[:n], bufB[:m]) {
+			return false, nil
+		}
+		switch {
+		case errA == io.EOF || errA == io.ErrUnexpectedEOF:
+			k, err := b.Read(bufB[:1]) // b must end too
+			return k == 0 && err == io.EOF, nil
+		case errA != nil:
+			return false, errA
+		case errB != nil:
+			return false, errB
+		}
+	}
 }

@@ -271,6 +271,9 @@ func (b *S3) put(ctx context.Context, key string, r io.Reader, size int64, cond 
 	out, err := b.client.PutObject(ctx, in)
 	if err != nil {
 		if s := httpStatus(err); cond != nil && (s == http.StatusPreconditionFailed || s == http.StatusConflict) {
+			if info, ok := ownWrite(ctx, b, key, body, size); ok {
+				return info, nil
+			}
 			return ObjectInfo{}, b.err(ctx, "put", key, ErrPrecondition)
 		}
 		return ObjectInfo{}, b.err(ctx, "put", key, err)

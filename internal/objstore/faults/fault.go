@@ -27,6 +27,7 @@ const (
 	kindTruncate
 	kindReset
 	kindStall
+	kindDrop
 )
 
 // Delay holds the request for d before forwarding it: longer than the
@@ -53,6 +54,11 @@ func Reset(n int64) Fault { return Fault{kind: kindReset, cut: n} }
 // d, then the rest of the body (unless the client has given up).
 func Stall(n int64, d time.Duration) Fault { return Fault{kind: kindStall, cut: n, stall: d} }
 
+// Drop forwards the request, so the server acts on it, then resets the
+// connection without answering: the client cannot tell whether it took
+// effect (a put whose answer is lost).
+func Drop() Fault { return Fault{kind: kindDrop, cut: -1} }
+
 // Then runs fn at the cut of a Truncate, Reset or Stall fault, after the
 // first bytes were sent: a test writes a new version of the object there.
 func (f Fault) Then(fn func()) Fault {
@@ -76,6 +82,8 @@ func (f Fault) String() string {
 		s = fmt.Sprintf("reset after %d bytes", f.cut)
 	case kindStall:
 		s = fmt.Sprintf("stall %s after %d bytes", f.stall, f.cut)
+	case kindDrop:
+		s = "drop the answer"
 	}
 	if f.then != nil {
 		s += " (+hook)"

@@ -182,6 +182,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if f != nil && f.kind == kindDrop {
+		io.Copy(io.Discard, resp.Body)
+		reset(w)
+		return
+	}
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
@@ -200,19 +205,31 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sleep(r, f.stall) {
 			io.Copy(w, resp.Body)
 		}
-	case kindTruncate, kindReset:
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(fmt.Sprintf("faults proxy: hijack: %v", err)) // an HTTP/1.1 server always can
-		}
-		if tc, ok := conn.(*net.TCPConn); ok && f.kind == kindReset {
-			// A reset drops what the client has not read yet: give it a
-			// moment to take the bytes sent, so the reset is mid-body.
-			time.Sleep(20 * time.Millisecond)
-			tc.SetLinger(0) // close with RST instead of FIN
-		}
-		conn.Close()
+	case kindTruncate:
+		hijack(w).Close()
+	case kindReset:
+		// A reset drops what the client has not read yet: give it a moment
+		// to take the bytes sent, so the reset is mid-body.
+		time.Sleep(20 * time.Millisecond)
+		reset(w)
 	}
+}
+
+func hijack(w http.ResponseWriter) net.Conn {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(fmt.Sprintf("faults proxy: hijack: %v", err)) // an HTTP/1.1 server always can
+	}
+	return conn
+}
+
+// reset closes the client's connection with a TCP RST instead of a FIN.
+func reset(w http.ResponseWriter) {
+	conn := hijack(w)
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 func (p *Proxy) forward(r *http.Request) (*http.Response, error) {

@@ -93,6 +93,18 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+func TestDropReachesTheServer(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	t.Cleanup(srv.Close)
+	p := faults.New(t, srv.URL)
+	p.Add(faults.Rule{Match: func(*http.Request) bool { return true }, Times: 1, Fault: faults.Drop()})
+	req, _ := http.NewRequest(http.MethodPut, p.URL+"/b/key", strings.NewReader("x"))
+	if _, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil || hits != 1 {
+		t.Fatalf("dropped put: %v, server saw %d requests; want an error after the server got it", err, hits)
+	}
+}
+
 func TestRuleSkipTimesAndHook(t *testing.T) {
 	p := faults.New(t, target(t))
 	hooked := 0

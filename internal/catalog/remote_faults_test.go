@@ -18,6 +18,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/objstore/faults"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // faultRetry keeps the faulted queries short (docs/testing.md).
@@ -39,8 +40,10 @@ func TestRemoteDatasetUnderFaults(t *testing.T) {
 	ctx := context.Background()
 	wantResults := runQueries(t, build(t, catalog.DatasetMount{Alias: "dataset", URI: local}, catalog.DefaultOptions()), parser)
 
+	g := testutil.Together(t) // the backends wait out start-ups and timeouts side by side
+	defer g.Wait()
 	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+		g.Run(be.name, func(t *testing.T) {
 			srv, scheme, bucket, cfg := be.start(t)
 			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
 			direct, _, err := objstore.Open(ctx, uri, cfg)

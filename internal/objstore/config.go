@@ -65,9 +65,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := e.Op + " " + e.URI + ": " + oneLine(e.Err.Error())
-	if e.Failures > 1 {
+	cause := oneLine(e.Err.Error())
+	msg := e.Op + " " + e.URI + ": " + cause
+	switch {
+	case e.Failures > 1:
 		msg += fmt.Sprintf(" (%d failed attempts, the last: %s)", e.Failures, e.Last)
+	case e.Failures == 1 && !strings.Contains(cause, e.Last):
+		msg += fmt.Sprintf(" (after a failed attempt: %s)", e.Last)
 	}
 	return msg
 }

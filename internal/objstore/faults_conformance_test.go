@@ -18,12 +18,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/objstore/faults"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // fastRetry keeps the faulted tests short: small backoffs, and timeouts
@@ -31,10 +31,11 @@ import (
 var fastRetry = objstore.Retry{Attempts: 3, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond,
 	ResponseTimeout: 5 * time.Second, StallTimeout: 5 * time.Second, ReadRequests: 8}
 
-// timeoutRetry is fastRetry with short timeouts, for the timeout faults.
+// timeoutRetry is fastRetry with short timeouts and two attempts, for the
+// timeout faults: each timed-out attempt costs a timeout.
 var timeoutRetry = func() objstore.Retry {
 	r := fastRetry
-	r.ResponseTimeout, r.StallTimeout, r.ReadRequests = 500*time.Millisecond, 500*time.Millisecond, 6
+	r.Attempts, r.ResponseTimeout, r.StallTimeout, r.ReadRequests = 2, 500*time.Millisecond, 500*time.Millisecond, 6
 	return r
 }()
 
@@ -143,34 +144,20 @@ func carriesPin(r *http.Request, pin objstore.ObjectInfo) bool {
 }
 
 // testFaults runs every case at once, each with its own bucket and proxy:
-// they spend their time waiting out timeouts and backoffs, so they run
-// concurrently (see together) rather than within -parallel's limit, the
-// number of CPUs.
+// they spend their time waiting out timeouts and backoffs.
 func testFaults(t *testing.T, be backend) {
-	g := together(t)
-	defer g.wait()
-	g.run("TransientReadFaults", func(t *testing.T) { testTransientReadFaults(t, be) })
-	g.run("PersistentReadFaults", func(t *testing.T) { testPersistentReadFaults(t, be) })
-	g.run("ChangeMidRead", func(t *testing.T) { testChangeMidRead(t, be) })
-	g.run("ListingFaults", func(t *testing.T) { testListingFaults(t, be) })
-	g.run("StatAndPutRetry", func(t *testing.T) { testStatAndPutRetry(t, be) })
+	g := testutil.Together(t)
+	defer g.Wait()
+	g.Run("TransientReadFaults", func(t *testing.T) { testTransientReadFaults(t, be) })
+	g.Run("PersistentReadFaults", func(t *testing.T) { testPersistentReadFaults(t, be) })
+	g.Run("ChangeMidRead", func(t *testing.T) { testChangeMidRead(t, be) })
+	g.Run("ListingFaults", func(t *testing.T) { testListingFaults(t, be) })
+	g.Run("StatAndPutRetry", func(t *testing.T) { testStatAndPutRetry(t, be) })
 }
-
-// group runs subtests all at once (t.Run may be called from several
-// goroutines); wait returns when they are done.
-type group struct {
-	t  *testing.T
-	wg sync.WaitGroup
-}
-
-func together(t *testing.T) *group { return &group{t: t} }
-
-func (g *group) run(name string, fn func(*testing.T)) { g.wg.Go(func() { g.t.Run(name, fn) }) }
-func (g *group) wait()                                { g.wg.Wait() }
 
 func testTransientReadFaults(t *testing.T, be backend) {
-	g := together(t)
-	defer g.wait()
+	g := testutil.Together(t)
+	defer g.Wait()
 	read := faults.ObjectRead(bigKey)
 	patient := fastRetry
 	patient.MaxDelay = 2 * time.Second // waits out a Retry-After of 1s
@@ -199,7 +186,7 @@ func testTransientReadFaults(t *testing.T, be backend) {
 			{Match: read, Times: 1, Fault: faults.StatusRetryAfter(http.StatusServiceUnavailable, "1")},
 		}, 2, false, false, time.Second},
 	} {
-		g.run(tc.name, func(t *testing.T) {
+		g.Run(tc.name, func(t *testing.T) {
 			e := newFaultEnv(t, be)
 			pin := e.putBig(t, 1)
 			for _, r := range tc.rules {
@@ -237,15 +224,15 @@ func testTransientReadFaults(t *testing.T, be backend) {
 }
 
 func testPersistentReadFaults(t *testing.T, be backend) {
-	g := together(t)
-	defer g.wait()
+	g := testutil.Together(t)
+	defer g.Wait()
 	read := faults.ObjectRead(bigKey)
 	retryAfterReads := fastRetry.Attempts
 	if be.honorsRetryAfter {
 		retryAfterReads = 1 // asked to wait longer than MaxDelay: no retry
 	}
 	stallRetry := timeoutRetry
-	stallRetry.ReadRequests = 3 // each stalled body costs a StallTimeout
+	stallRetry.ReadRequests = 2 // each stalled body costs a StallTimeout
 	for _, tc := range []struct {
 		name     string
 		retry    objstore.Retry
@@ -263,7 +250,7 @@ func testPersistentReadFaults(t *testing.T, be backend) {
 		{"no response", timeoutRetry, faults.Delay(hang), timeoutRetry.Attempts, timeoutRetry.Attempts, "no response headers within " + timeoutRetry.ResponseTimeout.String(), 6 * time.Second},
 		{"stalled body", stallRetry, faults.Stall(1000, hang), stallRetry.ReadRequests - 1, stallRetry.ReadRequests, "response body stalled within " + stallRetry.StallTimeout.String(), 6 * time.Second},
 	} {
-		g.run(tc.name, func(t *testing.T) {
+		g.Run(tc.name, func(t *testing.T) {
 			e := newFaultEnv(t, be)
 			pin := e.putBig(t, 1)
 			e.proxy.Add(faults.Rule{Match: read, Times: faults.Always, Fault: tc.fault})
@@ -322,8 +309,8 @@ func testChangeMidRead(t *testing.T, be backend) {
 }
 
 func testListingFaults(t *testing.T, be backend) {
-	g := together(t)
-	defer g.wait()
+	g := testutil.Together(t)
+	defer g.Wait()
 	// listEnv is a bucket of 7 keys under l/ and their direct listing.
 	listEnv := func(t *testing.T) (*faultEnv, []objstore.ObjectInfo) {
 		e := newFaultEnv(t, be)
@@ -345,7 +332,7 @@ func testListingFaults(t *testing.T, be backend) {
 		err := b.List(ctx, "l/", func(o objstore.ObjectInfo) error { got = append(got, o); return nil })
 		return got, err, time.Since(start)
 	}
-	g.run("transient", func(t *testing.T) {
+	g.Run("transient", func(t *testing.T) {
 		e, direct := listEnv(t)
 		e.proxy.Add(faults.Rule{Match: faults.List, Skip: 1, Times: 1, Fault: faults.Status(http.StatusServiceUnavailable)})
 		e.proxy.Add(faults.Rule{Match: faults.List, Skip: 2, Times: 1, Fault: faults.Delay(hang)})
@@ -362,7 +349,7 @@ func testListingFaults(t *testing.T, be backend) {
 		{"failing", faults.Status(http.StatusServiceUnavailable), "503"},
 		{"slow", faults.Delay(hang), "no response headers within " + timeoutRetry.ResponseTimeout.String()},
 	} {
-		g.run(tc.name, func(t *testing.T) {
+		g.Run(tc.name, func(t *testing.T) {
 			e, _ := listEnv(t)
 			e.proxy.Add(faults.Rule{Match: faults.List, Skip: 1, Times: faults.Always, Fault: tc.fault})
 			before := e.proxy.Count(faults.List)

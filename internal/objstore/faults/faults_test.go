@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,7 +115,7 @@ func TestRuleSkipTimesAndHook(t *testing.T) {
 		_, _, err := get(t, p)
 		got = append(got, err == nil)
 	}
-	if want := []bool{true, false, false, true, true}; !equal(got, want) || hooked != 2 {
+	if want := []bool{true, false, false, true, true}; !slices.Equal(got, want) || hooked != 2 {
 		t.Fatalf("requests ok %v (hook ran %d times); want %v, 2\n%s", got, hooked, want, p.Log())
 	}
 	p.Clear()
@@ -153,16 +154,4 @@ func TestMatchers(t *testing.T) {
 			t.Errorf("List(%s %s) = %v", tc.r.Method, tc.r.URL, got)
 		}
 	}
-}
-
-func equal(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -21,11 +21,12 @@ type Retry struct {
 	// longer ends the retries at once rather than stalling the caller.
 	MaxDelay time.Duration
 	// ResponseTimeout bounds the wait for the response headers of one
-	// request; it expires as a retryable timeout.
+	// request once its body is sent; it expires as a retryable timeout.
 	ResponseTimeout time.Duration
-	// StallTimeout fails a response body that delivers no byte for this
-	// long while it is being read (a hung connection); a pinned read then
-	// resumes where it stopped.
+	// StallTimeout fails an attempt whose request body the server takes
+	// nothing of, or whose response body delivers nothing, for this long
+	// (a hung connection): uploads are timed by progress, never as a
+	// whole, and a pinned read resumes where its body stalled.
 	StallTimeout time.Duration
 	// ReadRequests is the most HTTP requests one pinned read makes in all:
 	// its opens, their retries, and the resumptions of a body that failed

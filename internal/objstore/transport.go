@@ -7,15 +7,17 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // transport is the RoundTripper under every SDK client of a Bucket. The
 // SDKs retry, but none of them bounds the wait for a hung server on its
-// own, so it gives each request a deadline for its response headers and
-// fails a body that stalls while being read, both as retryable timeouts. It
-// also records every request of a call in the call's tally (see track), so
+// own, so each attempt runs against a clock (see deadline): while its body
+// is being sent, the stall timeout, restarted by every read the transport
+// makes of it; then the response timeout, until the headers arrive; then,
+// inside each read of the response body, the stall timeout again. Expiring
+// cancels the attempt with a retryable *TimeoutError. The transport also
+// records every request of a call in the call's tally (see track), so
 // errors can say how many attempts failed, and refuses requests beyond a
 // pinned read's budget.
 type transport struct {
@@ -36,24 +38,42 @@ func newTransport(cfg Config, r Retry) *transport {
 	return &transport{next: next, response: r.ResponseTimeout, stall: r.StallTimeout}
 }
 
+// Clock phases, as the timeout error names them.
+const (
+	phaseSend     = "request body stalled"
+	phaseResponse = "no response headers"
+	phaseBody     = "response body stalled"
+)
+
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	tl := tallyFrom(req.Context())
 	if err := tl.take(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(req.Context())
-	var late atomic.Bool
-	timer := time.AfterFunc(t.response, func() { late.Store(true); cancel() })
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
-	timer.Stop()
-	if err == nil && late.Load() { // the deadline passed as the headers came in
-		resp.Body.Close()
-		err = context.Canceled
+	d := newDeadline(cancel)
+	out := req.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		d.request(phaseSend, t.stall)
+		out.Body = &sendBody{ReadCloser: req.Body, read: func(eof bool) {
+			if eof {
+				d.request(phaseResponse, t.response)
+			} else {
+				d.request(phaseSend, t.stall)
+			}
+		}}
+	} else {
+		d.request(phaseResponse, t.response)
 	}
-	if err != nil {
+	resp, err := t.next.RoundTrip(out)
+	expired := d.answered()
+	if err == nil && expired != nil { // the clock ran out as the headers came in
+		resp.Body.Close()
+	}
+	if err != nil || expired != nil {
 		cancel()
-		if late.Load() {
-			err = &TimeoutError{What: "no response headers", After: t.response}
+		if expired != nil {
+			err = expired
 		}
 		tl.fail(err.Error())
 		return nil, err
@@ -61,7 +81,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if retryableStatus(resp.StatusCode) {
 		tl.fail(resp.Status)
 	}
-	resp.Body = &stallBody{body: resp.Body, cancel: cancel, stall: t.stall, tally: tl}
+	resp.Body = &stallBody{body: resp.Body, d: d, cancel: cancel, stall: t.stall, tally: tl}
 	return resp, nil
 }
 
@@ -69,29 +89,105 @@ func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
-// stallBody fails a Read that gets no byte within stall. The clock runs
-// only inside Read: a caller that pauses between reads is not a stall.
+// deadline is an attempt's clock: request and start (re)arm it for a
+// phase, answered and stop disarm it and say whether a phase expired;
+// expiring cancels the attempt, once and for good.
+type deadline struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	phase   string
+	after   time.Duration
+	expired *TimeoutError
+	answer  bool // the headers are in: request phases are over
+	cancel  context.CancelFunc
+}
+
+func newDeadline(cancel context.CancelFunc) *deadline {
+	d := &deadline{cancel: cancel}
+	d.timer = time.AfterFunc(time.Hour, d.fire)
+	d.timer.Stop()
+	return d
+}
+
+// request arms a phase of sending the request, unless the answer is in (a
+// transport may still read the body after a server answered early).
+func (d *deadline) request(phase string, after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.answer {
+		d.arm(phase, after)
+	}
+}
+
+// answered ends the request phases.
+func (d *deadline) answered() *TimeoutError {
+	d.mu.Lock()
+	d.answer = true
+	d.mu.Unlock()
+	return d.stop()
+}
+
+// start arms a phase of reading the response body.
+func (d *deadline) start(phase string, after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.arm(phase, after)
+}
+
+func (d *deadline) arm(phase string, after time.Duration) {
+	if d.expired == nil {
+		d.phase, d.after = phase, after
+		d.timer.Reset(after)
+	}
+}
+
+func (d *deadline) fire() {
+	d.mu.Lock()
+	if d.expired == nil {
+		d.expired = &TimeoutError{What: d.phase, After: d.after}
+	}
+	d.mu.Unlock()
+	d.cancel()
+}
+
+func (d *deadline) stop() *TimeoutError {
+	d.timer.Stop()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.expired
+}
+
+// sendBody reports each read the transport makes of a request body, and
+// its end, to the attempt's clock.
+type sendBody struct {
+	io.ReadCloser
+	read func(eof bool)
+}
+
+func (b *sendBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read(err == io.EOF)
+	return n, err
+}
+
+// stallBody fails a Read of a response body that gets no byte within
+// stall. The clock runs only inside Read: a caller that pauses between
+// reads is not a stall.
 type stallBody struct {
 	body   io.ReadCloser
+	d      *deadline
 	cancel context.CancelFunc
 	stall  time.Duration
 	tally  *tally
-
-	timer   *time.Timer // created by the first Read
-	stalled atomic.Bool
 }
 
 func (b *stallBody) Read(p []byte) (int, error) {
-	if b.timer == nil {
-		b.timer = time.AfterFunc(b.stall, func() { b.stalled.Store(true); b.cancel() })
-	} else {
-		b.timer.Reset(b.stall)
-	}
+	b.d.start(phaseBody, b.stall)
 	n, err := b.body.Read(p)
-	b.timer.Stop()
+	expired := b.d.stop()
 	if err != nil && err != io.EOF {
-		if b.stalled.Load() {
-			err = &TimeoutError{What: "response body stalled", After: b.stall}
+		if expired != nil {
+			err = expired
 		}
 		b.tally.fail(err.Error())
 	}
@@ -104,9 +200,9 @@ func (b *stallBody) Close() error {
 	return err
 }
 
-// TimeoutError is a request that got no response headers, or a body that
-// delivered nothing, within the configured time. The SDKs retry it like a
-// network timeout.
+// TimeoutError is an attempt whose request body stalled, whose response
+// headers did not come, or whose response body delivered nothing, within
+// the configured time. The SDKs retry it like a network timeout.
 type TimeoutError struct {
 	What  string
 	After time.Duration

@@ -46,6 +46,14 @@ func (z *zeros) Read(p []byte) (int, error) {
 // stops taking, missing headers and a stalled response body are timeouts.
 func TestTransportClock(t *testing.T) {
 	const tick = 500 * time.Millisecond // a loaded machine can pause a goroutine for 200 ms
+	// hold outlasts the client's one-tick patience (a request whose body
+	// was not read gets no Done from its context, so a timer ends it).
+	hold := func(r *http.Request) {
+		select {
+		case <-time.After(2 * tick):
+		case <-r.Context().Done():
+		}
+	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/slow-upload": // takes the body in small steps over 3 ticks
@@ -57,13 +65,12 @@ func TestTransportClock(t *testing.T) {
 				}
 			}
 		case "/no-reading", "/no-answer": // answers late, reading nothing
-			time.Sleep(5 * tick)
+			hold(r)
 		case "/stalled-body":
 			w.Header().Set("Content-Length", "10")
 			w.Write([]byte("12345"))
 			w.(http.Flusher).Flush()
-			time.Sleep(5 * tick)
-			w.Write([]byte("67890"))
+			hold(r)
 		}
 	}))
 	l, err := (&net.ListenConfig{Control: smallBuffers(syscall.SO_RCVBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")

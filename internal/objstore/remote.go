@@ -134,8 +134,8 @@ func sameBytes(a, b io.Reader) (bool, error) {
 		}
 		switch {
 		case errA == io.EOF || errA == io.ErrUnexpectedEOF:
-			k, err := b.Read(bufB[:1]) // b must end too
-			return k == 0 && err == io.EOF, nil
+			_, err := io.ReadFull(b, bufB[:1]) // b must end too
+			return err == io.EOF, nil
 		case errA != nil:
 			return false, errA
 		case errB != nil:

@@ -80,3 +80,22 @@ func TestErrorTextIsOneScrubbedLine(t *testing.T) {
 		t.Errorf("error text: %s", msg)
 	}
 }
+
+func TestSameBytes(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // several buffers
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"", "", true},
+		{long, long, true},
+		{long, long + "y", false},
+		{long + "y", long, false},
+		{long[:1000] + "a" + long[1001:], long, false},
+		{"", "z", false},
+	} {
+		if got, err := sameBytes(strings.NewReader(tc.a), strings.NewReader(tc.b)); err != nil || got != tc.same {
+			t.Errorf("sameBytes(%d bytes, %d bytes) = %v, %v; want %v", len(tc.a), len(tc.b), got, err, tc.same)
+		}
+	}
+}

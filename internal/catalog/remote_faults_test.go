@@ -104,13 +104,12 @@ func TestRemoteDatasetUnderFaults(t *testing.T) {
 				p.Add(faults.Rule{Match: faults.ObjectRead("ds/" + file), Times: faults.Always, Fault: faults.Status(http.StatusServiceUnavailable)})
 				p.Add(faults.Rule{Match: faults.ObjectRead("ds/" + table), Times: faults.Always, Fault: faults.Reset(100)})
 				snap := build(t, m, catalog.DefaultOptions())
-				eng := engine.New(snap, parser, true)
 				for _, tc := range []struct{ source, object, says string }{
 					{file, file, "503 Service Unavailable"},
 					{"stores/live", table, "gave up after 8 requests"},
 				} {
 					start := time.Now()
-					_, err := eng.Query(ctx, fmt.Sprintf(`SELECT count(*) FROM dataset.runs WHERE _file_ = '%s'`, tc.source))
+					_, err := query1(snap, parser, fmt.Sprintf(`SELECT count(*) FROM dataset.runs WHERE _file_ = '%s'`, tc.source))
 					object := fmt.Sprintf("%s://%s/ds/%s", scheme, bucket, tc.object)
 					var oe *objstore.Error
 					if err == nil || !errors.As(err, &oe) || !strings.Contains(err.Error(), "source "+tc.source+": ") ||
@@ -125,9 +124,9 @@ func TestRemoteDatasetUnderFaults(t *testing.T) {
 					}
 				}
 				// The other sources are unaffected.
-				res, err := eng.Query(ctx, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'files/atif/fix-failing-test.trajectory.json'`)
-				if err != nil || fmt.Sprint(res.Rows) != "[[1]]" {
-					t.Fatalf("query of an unfaulted source: %v %v", res, err)
+				rows, err := query1(snap, parser, `SELECT count(*) FROM dataset.runs WHERE _file_ = 'files/atif/fix-failing-test.trajectory.json'`)
+				if err != nil || rows != "[[1]]" {
+					t.Fatalf("query of an unfaulted source: %v %v", rows, err)
 				}
 			})
 
@@ -179,10 +178,12 @@ func TestRemoteDatasetUnderFaults(t *testing.T) {
 						t.Errorf("overwrite: %v", err)
 					}
 				})})
-				res, err := engine.New(snap, parser, true).Query(ctx, `SELECT count(*) FROM dataset.steps WHERE _file_ = 'files/openai/support-chats.jsonl'`)
+				const steps = `SELECT count(*) FROM dataset.steps WHERE _file_ = 'files/openai/support-chats.jsonl'`
+				rows, err := query1(snap, parser, steps)
 				if be.name == "s3-versioned" { // the pinned version is still there
-					if err != nil || fmt.Sprint(res.Rows) != wantSteps(t, parser, local) {
-						t.Fatalf("versioned read across an overwrite: %v %v", res, err)
+					want, werr := query1(build(t, catalog.DatasetMount{Alias: "dataset", URI: local}, catalog.DefaultOptions()), parser, steps)
+					if err != nil || werr != nil || rows != want {
+						t.Fatalf("versioned read across an overwrite: %v %v; the local copy: %v %v", rows, err, want, werr)
 					}
 					return
 				}
@@ -214,13 +215,11 @@ func partialFiles(t *testing.T, dir, name string) []string {
 	return bad
 }
 
-// wantSteps is the steps count of the chat file in the local copy.
-func wantSteps(t *testing.T, parser *query.Parser, local string) string {
-	t.Helper()
-	res, err := engine.New(build(t, catalog.DatasetMount{Alias: "dataset", URI: local}, catalog.DefaultOptions()), parser, true).
-		Query(context.Background(), `SELECT count(*) FROM dataset.steps WHERE _file_ = 'files/openai/support-chats.jsonl'`)
+// query1 runs one query on snap and prints its rows.
+func query1(snap *catalog.Snapshot, parser *query.Parser, sql string) (string, error) {
+	res, err := engine.New(snap, parser, true).Query(context.Background(), sql)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return fmt.Sprint(res.Rows)
+	return fmt.Sprint(res.Rows), nil
 }

@@ -14,6 +14,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/goccy/go-json v0.12.0
+	github.com/googleapis/gax-go/v2 v2.27.0
 	github.com/klauspost/compress v1.19.2
 	github.com/mattn/go-isatty v0.0.24
 	github.com/parquet-go/parquet-go v0.32.0
@@ -74,7 +75,6 @@ require (
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.25 // indirect
-	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect

@@ -268,8 +268,17 @@ func (r remote) ensure(snap *Snapshot, rel string, create func(dst string) error
 }
 
 // fetch downloads the pinned object (verified, in 1 MiB chunks) to rel.
+// Transient faults are retried and resumed by the bucket within its bounds
+// (docs/object-stores.md, "Retries and timeouts"); a failed download leaves
+// nothing at rel, and its error names the object.
 func (r remote) fetch(ctx context.Context, snap *Snapshot, pin objstore.ObjectInfo, rel string) (string, error) {
-	return r.ensure(snap, rel, func(dst string) error { return objstore.Download(ctx, r.bucket, pin, dst) })
+	return r.ensure(snap, rel, func(dst string) error {
+		err := objstore.Download(ctx, r.bucket, pin, dst)
+		if errors.Is(err, objstore.ErrChanged) {
+			return fmt.Errorf("changed since the Snapshot was built: %w", err)
+		}
+		return err
+	})
 }
 
 // writeLocal stores bytes captured at build time (a pointer or manifest) at

@@ -28,29 +28,29 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-// backend is one object store under test: a fresh bucket, the Dataset
-// settings reaching it, and the URI scheme.
+// backend is one object store under test: the running server, a fresh
+// bucket, the Dataset settings reaching it, and the URI scheme.
 type backend struct {
 	name  string
-	start func(t *testing.T) (scheme, bucket string, cfg objstore.Config)
+	start func(t *testing.T) (srv *testservers.Server, scheme, bucket string, cfg objstore.Config)
 }
 
 var backends = []backend{
-	{"s3", func(t *testing.T) (string, string, objstore.Config) {
+	{"s3", func(t *testing.T) (*testservers.Server, string, string, objstore.Config) {
 		s := testservers.StartS3(t)
-		return "s3", s.NewS3Bucket(t, false), s.S3Config()
+		return s, "s3", s.NewS3Bucket(t, false), s.S3Config()
 	}},
-	{"s3-versioned", func(t *testing.T) (string, string, objstore.Config) {
+	{"s3-versioned", func(t *testing.T) (*testservers.Server, string, string, objstore.Config) {
 		s := testservers.StartS3(t)
-		return "s3", s.NewS3Bucket(t, true), s.S3Config()
+		return s, "s3", s.NewS3Bucket(t, true), s.S3Config()
 	}},
-	{"azure", func(t *testing.T) (string, string, objstore.Config) {
+	{"azure", func(t *testing.T) (*testservers.Server, string, string, objstore.Config) {
 		s := testservers.StartAzurite(t)
-		return "az", s.NewAzureContainer(t), s.AzureConfig()
+		return s, "az", s.NewAzureContainer(t), s.AzureConfig()
 	}},
-	{"gcs", func(t *testing.T) (string, string, objstore.Config) {
+	{"gcs", func(t *testing.T) (*testservers.Server, string, string, objstore.Config) {
 		s := testservers.StartGCS(t)
-		return "gs", s.NewGCSBucket(t), s.GCSConfig()
+		return s, "gs", s.NewGCSBucket(t), s.GCSConfig()
 	}},
 }
 
@@ -220,7 +220,7 @@ func TestRemoteDatasetConformance(t *testing.T) {
 
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			scheme, bucket, cfg := be.start(t)
+			_, scheme, bucket, cfg := be.start(t)
 			log := &requestLog{next: http.DefaultTransport}
 			cfg.Transport = log
 			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
@@ -310,7 +310,7 @@ func TestRemoteOverwrittenObjectFailsTheQuery(t *testing.T) {
 			continue // a versioned read still returns the pinned version: see TestRemoteVersionedReadsThePinnedBytes
 		}
 		t.Run(be.name, func(t *testing.T) {
-			scheme, bucket, cfg := be.start(t)
+			_, scheme, bucket, cfg := be.start(t)
 			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
 			b, _, err := objstore.Open(ctx, uri, cfg)
 			if err != nil {

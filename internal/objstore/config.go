@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -23,8 +24,11 @@ type Config struct {
 	// default (1,000 for S3, 5,000 for Azure, 1,000 for GCS).
 	PageSize int
 	// Transport, when set, carries every HTTP request of the client (request
-	// counting in tests, proxies). Authentication is layered on top of it.
+	// counting in tests, proxies). Authentication, timeouts and retries are
+	// layered on top of it.
 	Transport http.RoundTripper
+	// Retry bounds retries, backoff and timeouts; zero fields are defaults.
+	Retry Retry
 }
 
 // Secret is a credential that never prints: fmt verbs, String and GoString
@@ -47,9 +51,52 @@ func redactedMark(s Secret) string {
 	return "[redacted]"
 }
 
-// scrubber removes a configuration's secrets from error text. SDK errors do
-// not normally carry them, but a server echoing a request back could; this
-// is defense in depth for everything that leaves the package.
+// Error is a failed call on an object or a listing. URI names it as
+// scheme://bucket/key, without credentials. Failures counts the requests
+// (or response bodies) that failed before the call gave up, retries and
+// resumptions included, and Last says what the last of them was. The cause
+// stays reachable through errors.Is/As.
+type Error struct {
+	Op       string // list, stat, read, put, connect
+	URI      string
+	Failures int
+	Last     string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	cause := oneLine(e.Err.Error())
+	msg := e.Op + " " + e.URI + ": " + cause
+	switch {
+	case e.Failures > 1:
+		msg += fmt.Sprintf(" (%d failed attempts, the last: %s)", e.Failures, e.Last)
+	case e.Failures == 1 && !strings.Contains(cause, e.Last):
+		msg += fmt.Sprintf(" (after a failed attempt: %s)", e.Last)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// oneLine folds an SDK's multi-line error text (Azure prints the request,
+// a ruler and the response body) into one line.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" && strings.Trim(l, "-=") != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// scrubber removes a configuration's secrets, and the signature parameters
+// of any signed URL, from error text. SDK errors do not normally carry
+// them, but a server echoing a request back could; this is defense in depth
+// for everything that leaves the package.
 type scrubber struct{ secrets []string }
 
 func newScrubber(cfg Config) scrubber {
@@ -60,32 +107,44 @@ func newScrubber(cfg Config) scrubber {
 	return s
 }
 
-// wrap formats op and err as "op: err" with the secrets removed. The
-// original error stays reachable through errors.Is/As unless its text had to
-// be scrubbed, in which case only the sentinel classification survives.
-func (s scrubber) wrap(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
+// signedParam matches the query parameters that make a URL a credential:
+// S3 and GCS V4 signatures, session tokens, Azure SAS signatures.
+var signedParam = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig)=[^&\s"']+`)
+
+// error is the *Error of op on uri, counting the failures t saw. The cause
+// is kept unless its text had to be scrubbed, in which case only the
+// sentinel classification survives.
+func (s scrubber) error(op, uri string, t *tally, err error) error {
+	e := &Error{Op: op, URI: uri, Err: s.clean(err)}
+	e.Failures, e.Last = t.failed()
+	if e.Last != "" {
+		e.Last = oneLine(s.clean(errors.New(e.Last)).Error())
 	}
+	return e
+}
+
+func (s scrubber) clean(err error) error {
 	msg := err.Error()
+	scrubbed := signedParam.ReplaceAllString(msg, "$1=[redacted]")
 	for _, v := range s.secrets {
-		if strings.Contains(msg, v) {
-			return &scrubbedError{op: fmt.Sprintf(format, args...), msg: strings.ReplaceAll(msg, v, "[redacted]"), kind: classify(err)}
-		}
+		scrubbed = strings.ReplaceAll(scrubbed, v, "[redacted]")
 	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
+	if scrubbed == msg {
+		return err
+	}
+	return &scrubbedError{msg: scrubbed, kind: classify(err)}
 }
 
 type scrubbedError struct {
-	op, msg string
-	kind    error
+	msg  string
+	kind error
 }
 
-func (e *scrubbedError) Error() string { return e.op + ": " + e.msg }
+func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.kind }
 
 func classify(err error) error {
-	for _, k := range []error{ErrNotFound, ErrChanged, ErrPrecondition} {
+	for _, k := range []error{ErrNotFound, ErrChanged, ErrPrecondition, ErrBudget} {
 		if errors.Is(err, k) {
 			return k
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/objstore/faults"
 	"github.com/pchronicle/pchronicle/internal/objstore/testservers"
 )
 
@@ -32,6 +33,12 @@ type backend struct {
 	pinKind string
 	// isList tells listing requests apart when counting requests.
 	isList func(*http.Request) bool
+	// proxy starts a fault-injecting proxy in front of the real server;
+	// nil for the local backend.
+	proxy func(testing.TB) *faults.Proxy
+	// honorsRetryAfter: the SDK waits as a 503's Retry-After asks, and
+	// gives up at once when that is longer than Retry.MaxDelay.
+	honorsRetryAfter bool
 }
 
 func openWith(t *testing.T, uri string, cfg objstore.Config, tweak func(*objstore.Config)) objstore.Bucket {
@@ -70,12 +77,11 @@ func s3Backend(srv *testservers.Server, versioned bool) backend {
 		open: func(t *testing.T, name string, tweak func(*objstore.Config)) objstore.Bucket {
 			return openWith(t, "s3://"+name, srv.S3Config(), tweak)
 		},
-		keepsVersions: versioned,
-		pinKind:       kind,
-		isList: func(r *http.Request) bool {
-			q := r.URL.Query()
-			return r.Method == http.MethodGet && (q.Has("list-type") || q.Has("versions"))
-		},
+		keepsVersions:    versioned,
+		pinKind:          kind,
+		isList:           faults.List,
+		proxy:            srv.Proxy,
+		honorsRetryAfter: true,
 	}
 }
 
@@ -92,8 +98,10 @@ func TestConformanceAzure(t *testing.T) {
 		open: func(t *testing.T, name string, tweak func(*objstore.Config)) objstore.Bucket {
 			return openWith(t, "az://"+name, srv.AzureConfig(), tweak)
 		},
-		pinKind: objstore.KindETag,
-		isList:  func(r *http.Request) bool { return r.URL.Query().Get("comp") == "list" },
+		pinKind:          objstore.KindETag,
+		isList:           faults.List,
+		proxy:            srv.Proxy,
+		honorsRetryAfter: true,
 	})
 }
 
@@ -105,7 +113,8 @@ func TestConformanceGCS(t *testing.T) {
 			return openWith(t, "gs://"+name, srv.GCSConfig(), tweak)
 		},
 		pinKind: objstore.KindGCSGeneration,
-		isList:  func(r *http.Request) bool { return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/o") },
+		isList:  faults.List,
+		proxy:   srv.Proxy,
 	})
 }
 
@@ -117,6 +126,9 @@ func runConformance(t *testing.T, be backend) {
 	t.Run("WeakPin", func(t *testing.T) { testWeakPin(t, be) })
 	t.Run("ConditionalPut", func(t *testing.T) { testConditionalPut(t, be) })
 	t.Run("Download", func(t *testing.T) { testDownload(t, be) })
+	if be.proxy != nil {
+		t.Run("Faults", func(t *testing.T) { testFaults(t, be) })
+	}
 }
 
 var ctx = context.Background()

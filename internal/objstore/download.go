@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +45,7 @@ func Download(ctx context.Context, b Bucket, pin ObjectInfo, dstPath string) err
 				break
 			}
 			if rerr != nil {
-				return fmt.Errorf("download %s/%s: %w", b, pin.Key, rerr)
+				return downloadErr(b, pin, rerr)
 			}
 		}
 		if n != pin.Size {
@@ -52,4 +53,15 @@ func Download(ctx context.Context, b Bucket, pin ObjectInfo, dstPath string) err
 		}
 		return nil
 	})
+}
+
+// downloadErr names the object in a failed read, unless the error already
+// does (the remote backends' *Error and every *ChangedError).
+func downloadErr(b Bucket, pin ObjectInfo, err error) error {
+	var oe *Error
+	var ce *ChangedError
+	if errors.As(err, &oe) || errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf("download %s/%s: %w", b, pin.Key, err)
 }

@@ -67,7 +67,7 @@ type ChangedError struct {
 }
 
 func (e *ChangedError) Error() string {
-	return fmt.Sprintf("%s/%s changed since it was pinned (%s %s): %s",
+	return fmt.Sprintf("%s/%s is not the pinned version (%s %s): %s",
 		e.Bucket, e.Pinned.Key, e.Pinned.RevisionKind(), e.Pinned.Ref(), e.Reason)
 }
 

@@ -7,13 +7,17 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // S3 is a Bucket on Amazon S3 or an S3-compatible endpoint. On a versioned
@@ -21,10 +25,10 @@ import (
 // version id and a pinned read asks for exactly that version; otherwise pins
 // are ETags and reads are conditional on If-Match.
 type S3 struct {
+	remoteBase
 	client *s3.Client
 	bucket string
 	page   int32
-	scrub  scrubber
 
 	mu        sync.Mutex
 	versioned *bool // known once a probe succeeded
@@ -53,7 +57,8 @@ func NewS3(ctx context.Context, bucket string, cfg Config) (*S3, error) {
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1" // S3 needs one; custom endpoints ignore it
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	b := &S3{remoteBase: newRemoteBase("s3://"+bucket, cfg), bucket: bucket, page: int32(cfg.PageSize)}
+	b.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		o.UsePathStyle = cfg.PathStyle
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -62,15 +67,42 @@ func NewS3(ctx context.Context, bucket string, cfg Config) (*S3, error) {
 			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
-		if cfg.Transport != nil {
-			o.HTTPClient = &http.Client{Transport: cfg.Transport}
-		}
+		o.HTTPClient = &http.Client{Transport: newTransport(cfg, b.retry)}
+		// Our bounds, whatever AWS_MAX_ATTEMPTS or a shared config says.
+		o.RetryMaxAttempts, o.Retryer = 0, s3Retryer(b.retry)
 	})
-	return &S3{client: client, bucket: bucket, page: int32(cfg.PageSize), scrub: newScrubber(cfg)}, nil
+	return b, nil
 }
 
-func (b *S3) String() string { return "s3://" + b.bucket }
-func (b *S3) Close() error   { return nil }
+// s3Retryer is the SDK's standard retryer (what it retries: timeouts,
+// connection errors, 5xx, throttling) with our attempts and backoff.
+func s3Retryer(r Retry) aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = r.Attempts
+		o.MaxBackoff = r.MaxDelay
+		o.Backoff = s3Backoff(r)
+	})
+}
+
+// s3Backoff waits Retry.backoff, or what the server's Retry-After asks
+// for; a Retry-After beyond MaxDelay ends the retries (as Azure's SDK does).
+func s3Backoff(r Retry) retry.BackoffDelayerFunc {
+	return func(attempt int, err error) (time.Duration, error) {
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) && re.Response != nil {
+			if secs, perr := strconv.Atoi(re.Response.Header.Get("Retry-After")); perr == nil && secs >= 0 {
+				wait := time.Duration(secs) * time.Second
+				if wait > r.MaxDelay {
+					return 0, fmt.Errorf("the server asked to retry after %s, longer than the %s this client waits: %w", wait, r.MaxDelay, err)
+				}
+				return wait, nil
+			}
+		}
+		return r.backoff(attempt), nil
+	}
+}
+
+func (b *S3) Close() error { return nil }
 
 func (b *S3) maxKeys() *int32 {
 	if b.page <= 0 {
@@ -88,13 +120,14 @@ func (b *S3) isVersioned(ctx context.Context) (bool, error) {
 	if b.versioned != nil {
 		return *b.versioned, nil
 	}
+	ctx, _ = track(ctx, 0)
 	out, err := b.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: &b.bucket})
 	var api smithy.APIError
 	versioned := false
 	switch {
 	case errors.As(err, &api) && (api.ErrorCode() == "AccessDenied" || api.ErrorCode() == "NotImplemented"):
 	case err != nil:
-		return false, b.err(err, "get versioning")
+		return false, b.err(ctx, "get versioning of", "", err)
 	default:
 		versioned = out.Status != ""
 	}
@@ -107,6 +140,7 @@ func (b *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	if err != nil {
 		return err
 	}
+	ctx, _ = track(ctx, 0)
 	if versioned {
 		return b.listVersions(ctx, prefix, fn)
 	}
@@ -114,7 +148,7 @@ func (b *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return b.err(err, "list %q", prefix)
+			return b.err(ctx, "list", prefix, err)
 		}
 		for _, o := range page.Contents {
 			info := ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)}
@@ -135,7 +169,7 @@ func (b *S3) listVersions(ctx context.Context, prefix string, fn func(ObjectInfo
 	for {
 		page, err := b.client.ListObjectVersions(ctx, in)
 		if err != nil {
-			return b.err(err, "list versions %q", prefix)
+			return b.err(ctx, "list versions of", prefix, err)
 		}
 		for _, v := range page.Versions {
 			key := aws.ToString(v.Key)
@@ -152,7 +186,7 @@ func (b *S3) listVersions(ctx context.Context, prefix string, fn func(ObjectInfo
 			return nil
 		}
 		if page.NextKeyMarker == nil && page.NextVersionIdMarker == nil {
-			return fmt.Errorf("%s: list versions %q: truncated page without a continuation marker", b, prefix)
+			return b.err(ctx, "list versions of", prefix, errors.New("truncated page without a continuation marker"))
 		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
@@ -168,34 +202,44 @@ func s3VersionID(v *string) string {
 }
 
 func (b *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	ctx, _ = track(ctx, 0)
 	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
-		return ObjectInfo{}, b.err(err, "stat %s", key)
+		return ObjectInfo{}, b.err(ctx, "stat", key, err)
 	}
 	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag), VersionID: s3VersionID(out.VersionId)}, nil
 }
 
 func (b *S3) ReadPinned(ctx context.Context, pin ObjectInfo) (io.ReadCloser, error) {
-	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &pin.Key}
-	if pin.VersionID != "" {
-		in.VersionId = aws.String(pin.VersionID)
-	}
-	if pin.ETag != "" {
-		in.IfMatch = aws.String(pin.ETag)
-	}
-	out, err := b.client.GetObject(ctx, in)
-	if err != nil {
-		if s := httpStatus(err); s == http.StatusNotFound || s == http.StatusPreconditionFailed {
-			return nil, &ChangedError{Bucket: b.String(), Pinned: pin, Reason: fmt.Sprintf("server answered %d %s", s, http.StatusText(s))}
+	fail := func(ctx context.Context, err error) error { return b.err(ctx, "read", pin.Key, err) }
+	return b.pinned(pin, func(ctx context.Context, off int64) (io.ReadCloser, ObjectInfo, int64, error) {
+		in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &pin.Key}
+		if pin.VersionID != "" {
+			in.VersionId = aws.String(pin.VersionID)
 		}
-		return nil, b.err(err, "read %s", pin.Key)
-	}
-	seen := ObjectInfo{Key: pin.Key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag), VersionID: s3VersionID(out.VersionId)}
-	if reason := remoteMismatch(pin, seen); reason != "" {
-		out.Body.Close()
-		return nil, &ChangedError{Bucket: b.String(), Pinned: pin, Reason: reason}
-	}
-	return newCheckedReader(out.Body, b.String(), pin, nil), nil
+		if pin.ETag != "" {
+			in.IfMatch = aws.String(pin.ETag)
+		}
+		if off > 0 {
+			in.Range = aws.String(rangeHeader(off))
+		}
+		out, err := b.client.GetObject(ctx, in)
+		if err != nil {
+			if changed := b.changedOnRead(pin, err); changed != nil {
+				return nil, ObjectInfo{}, 0, changed
+			}
+			return nil, ObjectInfo{}, 0, fail(ctx, err)
+		}
+		seen := ObjectInfo{Key: pin.Key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag), VersionID: s3VersionID(out.VersionId)}
+		var start int64
+		if off > 0 {
+			if start, seen.Size, err = parseContentRange(aws.ToString(out.ContentRange)); err != nil {
+				out.Body.Close()
+				return nil, ObjectInfo{}, 0, fail(ctx, err)
+			}
+		}
+		return out.Body, seen, start, nil
+	}, fail).start(ctx)
 }
 
 func (b *S3) Put(ctx context.Context, key string, r io.Reader, size int64) (ObjectInfo, error) {
@@ -208,15 +252,16 @@ func (b *S3) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int6
 
 func (b *S3) PutIfMatch(ctx context.Context, prev ObjectInfo, r io.Reader, size int64) (ObjectInfo, error) {
 	if prev.ETag == "" {
-		return ObjectInfo{}, fmt.Errorf("%s: put %s: the previous version has no ETag", b, prev.Key)
+		return ObjectInfo{}, b.err(ctx, "put", prev.Key, errors.New("the previous version has no ETag"))
 	}
 	return b.put(ctx, prev.Key, r, size, func(in *s3.PutObjectInput) { in.IfMatch = aws.String(prev.ETag) })
 }
 
 func (b *S3) put(ctx context.Context, key string, r io.Reader, size int64, cond func(*s3.PutObjectInput)) (ObjectInfo, error) {
+	ctx, _ = track(ctx, 0)
 	body, done, err := seekable(r, size)
 	if err != nil {
-		return ObjectInfo{}, fmt.Errorf("%s: put %s: %w", b, key, err)
+		return ObjectInfo{}, b.err(ctx, "put", key, err)
 	}
 	defer done()
 	in := &s3.PutObjectInput{Bucket: &b.bucket, Key: &key, Body: body, ContentLength: aws.Int64(size)}
@@ -226,9 +271,12 @@ func (b *S3) put(ctx context.Context, key string, r io.Reader, size int64, cond 
 	out, err := b.client.PutObject(ctx, in)
 	if err != nil {
 		if s := httpStatus(err); cond != nil && (s == http.StatusPreconditionFailed || s == http.StatusConflict) {
-			return ObjectInfo{}, fmt.Errorf("%s: put %s: %w", b, key, ErrPrecondition)
+			if info, ok := ownWrite(ctx, b, key, body, size); ok {
+				return info, nil
+			}
+			return ObjectInfo{}, b.err(ctx, "put", key, ErrPrecondition)
 		}
-		return ObjectInfo{}, b.err(err, "put %s", key)
+		return ObjectInfo{}, b.err(ctx, "put", key, err)
 	}
 	return ObjectInfo{Key: key, Size: size, ETag: aws.ToString(out.ETag), VersionID: s3VersionID(out.VersionId)}, nil
 }
@@ -255,9 +303,10 @@ func seekable(r io.Reader, size int64) (io.ReadSeeker, func(), error) {
 	return f, done, nil
 }
 
-func (b *S3) err(err error, format string, args ...any) error {
+// err is the *Error of op on key; a 404 also matches ErrNotFound.
+func (b *S3) err(ctx context.Context, op, key string, err error) error {
 	if httpStatus(err) == http.StatusNotFound {
 		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	return b.scrub.wrap(err, "%s: "+format, append([]any{b}, args...)...)
+	return b.fail(ctx, op, key, err)
 }

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pchronicle/pchronicle/internal/objstore/faults"
 )
 
 // SkipEnv names the variable that skips every test needing a server.
@@ -38,6 +40,19 @@ type Server struct {
 	Region    string // S3 only
 	AccessKey string // S3 access key; Azure account name
 	SecretKey string // S3 secret key; Azure account key
+
+	routesByHost bool // fake-gcs-server: the proxy must send its Host
+}
+
+// Proxy starts a fault-injecting proxy in front of the server; a client
+// reaches the server through it with its Config's Endpoint set to the
+// proxy's URL.
+func (s *Server) Proxy(t testing.TB) *faults.Proxy {
+	var opts []faults.Option
+	if s.routesByHost {
+		opts = append(opts, faults.ServerHost())
+	}
+	return faults.New(t, s.Endpoint, opts...)
 }
 
 // StartS3 starts versitygw with the posix backend and bucket versioning,
@@ -74,7 +89,7 @@ func StartGCS(t testing.TB) *Server {
 		return exec.Command(bin, "-scheme", "http", "-host", "127.0.0.1", "-port", p,
 			"-public-host", "127.0.0.1:"+p, "-external-url", "http://127.0.0.1:"+p, "-backend", "memory", "-log-level", "error")
 	}, "/storage/v1/b")
-	return &Server{Endpoint: "http://" + addr}
+	return &Server{Endpoint: "http://" + addr, routesByHost: true}
 }
 
 // binary locates a tool under .tools/ of the repository.

@@ -21,6 +21,7 @@ import (
 
 type backend struct {
 	name   string
+	srv    *testservers.Server
 	uri    string // bucket root URI
 	cfg    objstore.Config
 	bucket objstore.Bucket
@@ -36,18 +37,18 @@ func backends(t *testing.T) []backend {
 	ctx := context.Background()
 	s3, az, gcs := testservers.StartS3(t), testservers.StartAzurite(t), testservers.StartGCS(t)
 	var out []backend
-	add := func(name, uri string, cfg objstore.Config) {
+	add := func(name string, srv *testservers.Server, uri string, cfg objstore.Config) {
 		b, _, err := objstore.Open(ctx, uri, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
-		out = append(out, backend{name: name, uri: uri, cfg: cfg, bucket: b})
+		out = append(out, backend{name: name, srv: srv, uri: uri, cfg: cfg, bucket: b})
 	}
-	add("s3", "s3://"+s3.NewS3Bucket(t, false), s3.S3Config())
-	add("s3-versioned", "s3://"+s3.NewS3Bucket(t, true), s3.S3Config())
-	add("azure", "az://"+az.NewAzureContainer(t), az.AzureConfig())
-	add("gcs", "gs://"+gcs.NewGCSBucket(t), gcs.GCSConfig())
+	add("s3", s3, "s3://"+s3.NewS3Bucket(t, false), s3.S3Config())
+	add("s3-versioned", s3, "s3://"+s3.NewS3Bucket(t, true), s3.S3Config())
+	add("azure", az, "az://"+az.NewAzureContainer(t), az.AzureConfig())
+	add("gcs", gcs, "gs://"+gcs.NewGCSBucket(t), gcs.GCSConfig())
 	return out
 }
 

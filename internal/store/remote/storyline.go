@@ -190,7 +190,7 @@ func PublishStoryline(ctx context.Context, b objstore.Bucket, prefix string, gen
 			if errors.Is(err, objstore.ErrPrecondition) {
 				return fmt.Errorf("publish %s/%s: %s already exists (another writer is publishing the same generation): %w", b, key, gen.Name(), ErrLostRace)
 			}
-			return fmt.Errorf("publish %s/%s: %w", b, key, err)
+			return publishErr(b, key, err)
 		}
 	}
 	return putPointer(ctx, b, Join(prefix, storyline.CurrentFile), []byte(gen.Name()+"\n"), prevCurrent)
@@ -234,9 +234,19 @@ func putPointer(ctx context.Context, b objstore.Bucket, key string, data []byte,
 		return fmt.Errorf("publish %s/%s: it changed since this writer read it; nothing was published (retry): %w", b, key, ErrLostRace)
 	}
 	if err != nil {
-		return fmt.Errorf("publish %s/%s: %w", b, key, err)
+		return publishErr(b, key, err)
 	}
 	return nil
+}
+
+// publishErr names the object whose upload failed, unless err (an
+// *objstore.Error) already does.
+func publishErr(b objstore.Bucket, key string, err error) error {
+	var oe *objstore.Error
+	if errors.As(err, &oe) {
+		return fmt.Errorf("publish: %w", err)
+	}
+	return fmt.Errorf("publish %s/%s: %w", b, key, err)
 }
 
 func readSmall(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo) ([]byte, error) {

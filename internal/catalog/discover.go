@@ -313,9 +313,15 @@ func joinName(dir, name string) string {
 }
 
 // PeripheralFiles lists the trajectory files under root for commands that
-// read files directly (inspect, import): Discover without limits, where a
-// store found under root is an error naming it, since its rows are not
-// files to normalize.
+// read files directly (inspect, import): Discover without limits.
+//
+// An error means the listing itself failed (a missing root, a directory that
+// cannot be read, a path too long to open): the member set is unknown, so
+// callers fail under every error policy; report mode never turns an
+// incomplete listing into an empty one. A problem with one member is on that
+// file's Err instead, for the caller's error policy: a file that could not
+// be pinned, or a store found under root (its rows are not a file to
+// normalize; query it instead).
 func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, error) {
 	opts := DefaultOptions()
 	opts.MaxFiles, opts.MaxEntries = math.MaxInt, math.MaxInt
@@ -324,11 +330,8 @@ func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, err
 		return nil, err
 	}
 	for _, s := range srcs {
-		if s.Kind != KindFile {
-			return nil, fmt.Errorf("%s is a %s store, not a trajectory file; query it with `pchronicle query`", s.Path, s.Kind)
-		}
-		if s.Err != nil {
-			return nil, s.Err
+		if s.Kind != KindFile && s.Err == nil {
+			s.Err = fmt.Errorf("%s is a %s store, not a trajectory file; query it with `pchronicle query`", s.Path, s.Kind)
 		}
 	}
 	return srcs, nil

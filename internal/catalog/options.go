@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // Error policies for candidate sources (spec §8).
@@ -200,3 +203,35 @@ func setField(f reflect.Value, s string) error {
 	}
 	return nil
 }
+
+// QueryError explains a DuckDB out-of-memory error with the options that
+// bound a query's memory — memory_limit, threads and max_spill_bytes, and
+// their flags — rather than the SET statements DuckDB suggests, which user
+// SQL may not run. Other errors come back unchanged.
+func (o Options) QueryError(err error) error {
+	var de *duckdb.Error
+	if !errors.As(err, &de) || de.Type != duckdb.ErrorTypeOutOfMemory {
+		return err
+	}
+	what, _, _ := strings.Cut(de.Msg, "\n") // DuckDB's own advice follows
+	threads := fmt.Sprint(o.Threads)
+	if o.Threads == 0 {
+		threads = fmt.Sprintf("0, i.e. %d", runtime.NumCPU())
+	}
+	hint := fmt.Sprintf("raise memory_limit (--memory-limit, now %s) or lower threads (--threads, now %s)", o.MemoryLimit, threads)
+	if strings.Contains(de.Msg, "max_temp_directory_size") {
+		hint = fmt.Sprintf("the query needs more spill space than max_spill_bytes (--max-spill-bytes, now %s) allows: raise it, or memory_limit (--memory-limit, now %s)",
+			o.MaxSpillBytes, o.MemoryLimit)
+	}
+	return &limitError{msg: strings.TrimSuffix(what, ".") + ": " + hint, err: err}
+}
+
+// limitError is a query error reworded by QueryError; it still unwraps to
+// DuckDB's error.
+type limitError struct {
+	msg string
+	err error
+}
+
+func (e *limitError) Error() string { return e.msg }
+func (e *limitError) Unwrap() error { return e.err }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // TestOptionValuesChecked: a negative or malformed limit is an OptionError
@@ -79,5 +81,35 @@ func TestMemorySizesDuckDBAccepts(t *testing.T) {
 				t.Errorf("DuckDB rejects %s=%q: %v", setting, size, err)
 			}
 		}
+	}
+}
+
+// TestQueryErrorNamesOptions: DuckDB's out-of-memory advice (SET and PRAGMA
+// statements queries may not run) is replaced by the options that bound a
+// query's memory; the error still unwraps to DuckDB's. The messages are
+// DuckDB 1.5's (internal/engine/testdata/sql/out-of-*.test hit them for
+// real).
+func TestQueryErrorNamesOptions(t *testing.T) {
+	advice := "\n\nPossible solutions:\n* Reducing the number of threads (SET threads=X)\n* Increasing the memory limit (SET memory_limit='...GB')\n"
+	o := DefaultOptions()
+	o.Threads = 3
+	for _, tt := range []struct{ msg, want string }{
+		{"Out of Memory Error: could not allocate block of size 256.0 KiB (1.9 GiB/1.9 GiB used)" + advice,
+			"Out of Memory Error: could not allocate block of size 256.0 KiB (1.9 GiB/1.9 GiB used): raise memory_limit (--memory-limit, now 2GB) or lower threads (--threads, now 3)"},
+		{"Out of Memory Error: failed to offload data block of size 160.0 KiB (0 bytes/0 bytes used).\nThis limit was set by the 'max_temp_directory_size' setting.\nYou can adjust this setting, by using (for example) PRAGMA max_temp_directory_size='10GiB'" + advice,
+			"Out of Memory Error: failed to offload data block of size 160.0 KiB (0 bytes/0 bytes used): the query needs more spill space than max_spill_bytes (--max-spill-bytes, now 10GB) allows: raise it, or memory_limit (--memory-limit, now 2GB)"},
+	} {
+		orig := &duckdb.Error{Type: duckdb.ErrorTypeOutOfMemory, Msg: tt.msg}
+		err := o.QueryError(orig)
+		if err.Error() != tt.want {
+			t.Errorf("got  %q\nwant %q", err, tt.want)
+		}
+		if !errors.Is(err, orig) {
+			t.Error("the explained error must unwrap to DuckDB's")
+		}
+	}
+	other := &duckdb.Error{Type: duckdb.ErrorTypeBinder, Msg: "Binder Error: x"}
+	if o.QueryError(other) != other {
+		t.Error("other errors must come back unchanged")
 	}
 }

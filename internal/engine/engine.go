@@ -20,6 +20,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/errlist"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/query"
 )
@@ -136,7 +137,7 @@ func (e *Engine) Query(ctx context.Context, sqlText string) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("query stopped: %w", ctx.Err())
 		}
-		return nil, err
+		return nil, opts.QueryError(err)
 	}
 	res.Pruning = plan.report()
 	return res, nil
@@ -286,7 +287,7 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errlist.Join(errs...)
 }
 
 func (p *plan) keys() []relKey { return sortedRelKeys(p.rels) }

@@ -14,6 +14,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // TestInPlaceRewriteRestoringMtimeIsCaught: a file rewritten in place with
@@ -22,7 +23,7 @@ import (
 func TestInPlaceRewriteRestoringMtimeIsCaught(t *testing.T) {
 	root := t.TempDir()
 	path := filepath.Join(root, "a.jsonl")
-	writeFiles(t, root, map[string]string{"a.jsonl": chat("one"), "b.jsonl": chat("bee")})
+	testutil.WriteFiles(t, root, map[string]string{"a.jsonl": chat("one"), "b.jsonl": chat("bee")})
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

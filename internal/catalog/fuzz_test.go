@@ -14,6 +14,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 var uriSeeds = []string{
@@ -121,15 +122,7 @@ func FuzzObjectStoreURI(f *testing.F) {
 // tokens a listing issues walk it exactly once.
 func FuzzPageToken(f *testing.F) {
 	root := f.TempDir()
-	for _, name := range []string{"a.json", "b.json", "c/d.jsonl", "e.ndjson", "f.json"} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			f.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-			f.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(f, root, map[string]string{"a.json": "{}", "b.json": "{}", "c/d.jsonl": "{}", "e.ndjson": "{}", "f.json": "{}"})
 	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "d", URI: root}}, catalog.DefaultOptions())
 	if err != nil {
 		f.Fatal(err)
@@ -236,23 +229,12 @@ func FuzzRemoteStorePins(f *testing.F) {
 func discoverStores(t testing.TB, files map[string][]byte, current, genManifest, evManifest []byte) []*catalog.DiscoveredSource {
 	t.Helper()
 	root := t.TempDir()
+	tree := map[string]string{}
 	for rel, data := range files {
-		switch rel {
-		case currentKey:
-			data = current
-		case genManifestKey:
-			data = genManifest
-		case eventsManifestKey:
-			data = evManifest
-		}
-		p := filepath.Join(root, "ds", filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		tree["ds/"+rel] = string(data)
 	}
+	tree["ds/"+currentKey], tree["ds/"+genManifestKey], tree["ds/"+eventsManifestKey] = string(current), string(genManifest), string(evManifest)
+	testutil.WriteFiles(t, root, tree)
 	b, err := objstore.NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +270,9 @@ func realStores(f *testing.F) map[string][]byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	chat := filepath.Join(f.TempDir(), "chat.jsonl")
-	if err := os.WriteFile(chat, []byte(`{"messages":[{"role":"user","content":"hi"}]}`+"\n"), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	inputs := f.TempDir()
+	testutil.WriteFiles(f, inputs, map[string]string{"chat.jsonl": `{"messages":[{"role":"user","content":"hi"}]}` + "\n"})
+	chat := filepath.Join(inputs, "chat.jsonl")
 	if _, err := ingest.NormalizeFile(ctx, chat, "chat.jsonl", ingest.Options{}, w.Add); err != nil {
 		f.Fatal(err)
 	}

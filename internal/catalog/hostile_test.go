@@ -12,20 +12,8 @@ import (
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func queryRows(t *testing.T, snap *catalog.Snapshot, sql string) (string, error) {
 	t.Helper()
@@ -48,7 +36,7 @@ func queryRows(t *testing.T, snap *catalog.Snapshot, sql string) (string, error)
 // queries reading _file_ work; DuckDB rejects invalid UTF-8 strings.
 func TestNonUTF8NamesAreEscaped(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	testutil.WriteFiles(t, root, map[string]string{
 		"a.jsonl":             chat("a"),
 		"b\xff.jsonl":         chat("b"),
 		"d\xfe\\/c.jsonl":     chat("c"), // a directory: invalid byte and a backslash
@@ -73,7 +61,7 @@ func TestNonUTF8NamesAreEscaped(t *testing.T) {
 // (the local backend lists such names; cloud stores require UTF-8 keys).
 func TestNonUTF8KeysAreEscaped(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"ds/a.jsonl": "{}", "ds/b\xff/c.jsonl": "{}"})
+	testutil.WriteFiles(t, root, map[string]string{"ds/a.jsonl": "{}", "ds/b\xff/c.jsonl": "{}"})
 	b, err := objstore.NewLocal(root)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +83,7 @@ func TestNonUTF8KeysAreEscaped(t *testing.T) {
 // _file_; the escaped one is the bad candidate.
 func TestEscapedNameCollisionIsAnError(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"x\xff.jsonl": chat("raw"), `x\xff.jsonl`: chat("literal")})
+	testutil.WriteFiles(t, root, map[string]string{"x\xff.jsonl": chat("raw"), `x\xff.jsonl`: chat("literal")})
 	if snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "d", URI: root}}, catalog.DefaultOptions()); err == nil {
 		snap.Close()
 		t.Fatal("strict build accepted two sources with one _file_")

@@ -5,8 +5,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,9 +26,7 @@ const oneChat = `{"messages":[{"role":"user","content":"hi"},{"role":"assistant"
 // see and exit 0.
 func TestInspectListingFailureFailsUnderReport(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "chat.jsonl"), []byte(oneChat), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFiles(t, root, map[string]string{"chat.jsonl": oneChat})
 	testutil.TooDeepDir(t, root, "hidden.jsonl", oneChat)
 	for _, policy := range []string{"strict", "report"} {
 		stdout, stderr, code := inspect(t, root, "--errors", policy, "--format", "jsonl")
@@ -47,14 +43,7 @@ func TestInspectListingFailureFailsUnderReport(t *testing.T) {
 // member: report lists it and inspects the rest; strict stops on it.
 func TestInspectReportKeepsGoingPastAStore(t *testing.T) {
 	root := t.TempDir()
-	for name, content := range map[string]string{"a.jsonl": oneChat, "store/CURRENT": "gen-000001\n", "z.jsonl": oneChat} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.WriteFiles(t, root, map[string]string{"a.jsonl": oneChat, "store/CURRENT": "gen-000001\n", "z.jsonl": oneChat})
 	stdout, stderr, code := inspect(t, root, "--errors", "report", "--format", "jsonl")
 	if code != 0 || len(jsonlRows(t, stdout)) != 2 {
 		t.Fatalf("report: exit %d, stdout %q, stderr %q", code, stdout, stderr)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // SQL test files (testdata/sql/*.test) check results, not just analysis:
@@ -59,33 +60,21 @@ var sqlFixtures = map[string]func(t *testing.T) string{
 	// broken-files: 150 chat files cut off in their second line, and one
 	// good chat. Each broken one fails the query; the error must stay short.
 	"broken-files": func(t *testing.T) string {
-		root := t.TempDir()
-		broken := chatLine("x", 1) + `{"messages":[{"role":"user","content":"cut`
+		files := map[string]string{"ok.jsonl": chatLine("ok", 1)}
 		for i := range 150 {
-			if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("e%03d.jsonl", i)), []byte(broken), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			files[fmt.Sprintf("e%03d.jsonl", i)] = chatLine("x", 1) + `{"messages":[{"role":"user","content":"cut`
 		}
-		if err := os.WriteFile(filepath.Join(root, "ok.jsonl"), []byte(chatLine("ok", 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		root := t.TempDir()
+		testutil.WriteFiles(t, root, files)
 		return root
 	},
 	"chats": func(t *testing.T) string {
 		root := t.TempDir()
-		for name, content := range map[string]string{
+		testutil.WriteFiles(t, root, map[string]string{
 			"a.jsonl":     chatLine("a1", 0) + chatLine("a2", 2),
 			"b.jsonl":     chatLine("b1", 1) + chatLine("b2", 3),
 			"sub/c.jsonl": chatLine("c1", 1),
-		} {
-			path := filepath.Join(root, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		})
 		return root
 	},
 }

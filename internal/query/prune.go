@@ -2,7 +2,8 @@ package query
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -517,7 +518,7 @@ func (c *selectCtx) checkJoins(where *cond) error {
 		// USING (_file_) and NATURAL merge the `_file_` of both sides (a
 		// NATURAL join only when both have one). Joining, per Dataset, every
 		// input on the left with every one on the right connects them all.
-		for _, d := range sortedKeys(j.touchedDatasets()) {
+		for _, d := range slices.Sorted(maps.Keys(j.touchedDatasets())) {
 			left, right := j.left.fileLeaves(d), j.right.fileLeaves(d)
 			if len(left) == 0 || len(right) == 0 {
 				continue
@@ -533,7 +534,7 @@ func (c *selectCtx) checkJoins(where *cond) error {
 			touched[d] = true
 		}
 	}
-	for _, d := range sortedKeys(touched) {
+	for _, d := range slices.Sorted(maps.Keys(touched)) {
 		var first *from
 		for _, p := range parts {
 			if !p.touches[d] {
@@ -594,15 +595,6 @@ func (n *from) touchedDatasets() map[string]bool {
 			out[d] = true
 		}
 	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

@@ -77,7 +77,7 @@ func TestMemorySizesDuckDBAccepts(t *testing.T) {
 			if n == 0 && setting == "memory_limit" {
 				continue // the option refuses it already
 			}
-			if _, err := db.Exec("SET " + setting + "=" + SQLString(size)); err != nil {
+			if _, err := db.Exec("SET " + setting + "='" + size + "'"); err != nil {
 				t.Errorf("DuckDB rejects %s=%q: %v", setting, size, err)
 			}
 		}
@@ -87,7 +87,7 @@ func TestMemorySizesDuckDBAccepts(t *testing.T) {
 // TestQueryErrorNamesOptions: DuckDB's out-of-memory advice (SET and PRAGMA
 // statements queries may not run) is replaced by the options that bound a
 // query's memory; the error still unwraps to DuckDB's. The messages are
-// DuckDB 1.5's (internal/engine/testdata/sql/out-of-*.test hit them for
+// DuckDB 1.5's (internal/engine/testdata/sql/out-of-*.sqltest hit them for
 // real).
 func TestQueryErrorNamesOptions(t *testing.T) {
 	advice := "\n\nPossible solutions:\n* Reducing the number of threads (SET threads=X)\n* Increasing the memory limit (SET memory_limit='...GB')\n"

@@ -13,7 +13,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-// SQL test files (testdata/sql/*.test) check results, not just analysis:
+// SQL test files (testdata/sql/*.sqltest) check results, not just analysis:
 // each file mounts fixture Datasets built here through the Go API and runs
 // its records, in order, on one engine. The format (docs/testing.md):
 //
@@ -34,12 +34,12 @@ import (
 //
 // A blank line ends a record. A regression file is named after what broke.
 func TestSQLFiles(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "sql", "*.test"))
+	paths, err := filepath.Glob(filepath.Join("testdata", "sql", "*.sqltest"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no SQL test files: %v", err)
 	}
 	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".test"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".sqltest"), func(t *testing.T) {
 			f := parseSQLFile(t, path)
 			e := f.engine(t)
 			for _, r := range f.records {

@@ -77,12 +77,12 @@ func (c *columns) named(name string) (files map[string]bool, has bool) {
 			found = append(found, col.files)
 		}
 	}
-	return intersect(found...), len(found) > 0
+	return commonDatasets(found...), len(found) > 0
 }
 
-// intersect is the set of Datasets in every set; nil when there is none or
-// any is nil.
-func intersect(sets ...map[string]bool) map[string]bool {
+// commonDatasets is the set of Datasets in every set; nil when there is
+// none or any is nil.
+func commonDatasets(sets ...map[string]bool) map[string]bool {
 	if len(sets) == 0 {
 		return nil
 	}
@@ -158,7 +158,7 @@ func setColumns(m map[string]any, left, right *columns) *columns {
 		rf, rhas := right.file()
 		for i := range out.list {
 			if out.list[i].name == colFile && lhas && rhas {
-				out.list[i].files = intersect(lf, rf)
+				out.list[i].files = commonDatasets(lf, rf)
 			}
 		}
 		seen := map[string]bool{}
@@ -172,7 +172,7 @@ func setColumns(m map[string]any, left, right *columns) *columns {
 		}
 	case !byName && left.ordered && left.complete && right.ordered && right.complete && len(left.list) == len(right.list):
 		for i := range out.list {
-			out.list[i].files = intersect(left.list[i].files, right.list[i].files)
+			out.list[i].files = commonDatasets(left.list[i].files, right.list[i].files)
 		}
 	case byName:
 		out.complete = false
@@ -220,7 +220,7 @@ func selectColumns(m map[string]any, root *from) *columns {
 					sets = append(sets, files)
 				}
 			}
-			return intersect(sets...)
+			return commonDatasets(sets...)
 		case 2:
 			l = names[parts[0]]
 		case 3, 4:
@@ -357,7 +357,7 @@ func joinColumns(n *from) *columns {
 	}
 	for _, col := range left.list {
 		if merged[col.name] {
-			col.files = intersect(col.files, rightFiles[col.name])
+			col.files = commonDatasets(col.files, rightFiles[col.name])
 		}
 		out.list = append(out.list, col)
 	}

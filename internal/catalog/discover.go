@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
 // Names that mark composite roots (spec §5.1–5.2, DECISIONS §3).
@@ -75,11 +77,15 @@ func discover(ctx context.Context, root string, opts Options, progress func(sour
 			}
 			return d.out, nil
 		}
-		return []*DiscoveredSource{storeSource(root, ".", kind)}, nil
+		if err := d.add(storeSource(root, ".", kind)); err != nil {
+			return nil, err
+		}
+		return d.out, nil
 	}
 	if err := d.walkAndPin(filepath.Clean(root)); err != nil {
 		return nil, err
 	}
+	markNameCollisions(d.out, d.escaped)
 	return d.out, nil
 }
 
@@ -90,7 +96,8 @@ type discoverer struct {
 	progress func(sources int)
 	entries  int
 	out      []*DiscoveredSource
-	pins     chan pinJob // to the pinning workers (see walkAndPin)
+	escaped  []*DiscoveredSource // sources whose _file_ had to be escaped (fileRel)
+	pins     chan pinJob         // to the pinning workers (see walkAndPin)
 }
 
 func (d *discoverer) report() {
@@ -258,13 +265,144 @@ func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 	return f, all, nil
 }
 
+// add appends a source, escaping a _file_ that is not valid UTF-8, and pins
+// a store right away (see pinLocalStore); files are pinned by the walk's
+// workers.
 func (d *discoverer) add(s *DiscoveredSource) error {
 	if len(d.out) >= d.opts.MaxFiles {
 		return &LimitError{Setting: "max_files", Limit: d.opts.MaxFiles, Root: d.root}
 	}
+	if !utf8.ValidString(s.File) {
+		s.File = fileRel(s.File)
+		d.escaped = append(d.escaped, s)
+	}
+	if s.Kind.IsStore() && s.Err == nil {
+		s.Err = pinLocalStore(s)
+	}
 	d.out = append(d.out, s)
 	d.report()
 	return nil
+}
+
+// pinLocalStore pins a local store (pin) and then checks that everything the
+// pin will read — CURRENT, the generation directory, manifests, table
+// files, segments, parts — is a real directory or regular file below the
+// store: a generation directory or segment that is a symbolic link could
+// point anywhere on the machine, and the query engine would read it.
+// DuckDB reads store files by path, so a store whose path is not valid
+// UTF-8 cannot be read at all.
+func pinLocalStore(s *DiscoveredSource) error {
+	if !utf8.ValidString(s.Path) {
+		return fmt.Errorf("the path of this %s store is not valid UTF-8, which the query engine cannot read; rename it", s.Kind)
+	}
+	if err := pin(s); err != nil {
+		return err
+	}
+	var paths []string
+	switch rev := s.Revision.(type) {
+	case StorylineRevision:
+		g := rev.Generation
+		paths = append(paths, filepath.Join(s.Path, currentFile), filepath.Join(g.Dir, storyline.ManifestFile))
+		for _, rel := range storyline.Tables {
+			paths = append(paths, g.Path(rel))
+		}
+	case EventsRevision:
+		paths = append(rev.Revision.Paths(), filepath.Join(s.Path, eventsManifest))
+	case *CompactRevision:
+		paths = append(paths, filepath.Join(s.Path, compactManifest))
+		for _, p := range rev.Parts {
+			paths = append(paths, filepath.Join(s.Path, p.Name))
+		}
+	}
+	return noSymlinksBelow(s.Path, paths)
+}
+
+// noSymlinksBelow checks every component of each path below dir with
+// lstat: directories must be directories and the last component a regular
+// file, never a symbolic link (nor a device or pipe). Components shared by
+// several paths are checked once.
+func noSymlinksBelow(dir string, paths []string) error {
+	dir = filepath.Clean(dir)
+	checked := map[string]bool{}
+	for _, p := range paths {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s is not inside the store %s", p, dir)
+		}
+		parts := strings.Split(rel, string(filepath.Separator))
+		cur := dir
+		for i, part := range parts {
+			cur = joinName(cur, part)
+			if checked[cur] {
+				continue
+			}
+			fi, err := os.Lstat(cur)
+			if err != nil {
+				return err
+			}
+			switch last := i == len(parts)-1; {
+			case fi.Mode()&os.ModeSymlink != 0:
+				return fmt.Errorf("%s is a symbolic link: links under a Dataset root are never followed", cur)
+			case last && !fi.Mode().IsRegular(), !last && !fi.IsDir():
+				return fmt.Errorf("%s is not a regular file or directory", cur)
+			}
+			checked[cur] = true
+		}
+	}
+	return nil
+}
+
+// fileRel is the _file_ of a relative path that is not valid UTF-8 (DuckDB
+// strings, and so _file_, must be): each component that is not valid UTF-8
+// has every byte outside a valid sequence written as \xNN and every
+// backslash as \\; valid components are unchanged (docs/query-model.md,
+// Identity). The result is valid UTF-8, so fileRel leaves it unchanged.
+func fileRel(rel string) string {
+	parts := strings.Split(rel, "/")
+	for i, p := range parts {
+		if utf8.ValidString(p) {
+			continue
+		}
+		var b strings.Builder
+		for len(p) > 0 {
+			r, n := utf8.DecodeRuneInString(p)
+			switch {
+			case r == utf8.RuneError && n == 1:
+				fmt.Fprintf(&b, `\x%02x`, p[0])
+			case r == '\\':
+				b.WriteString(`\\`)
+			default:
+				b.WriteString(p[:n])
+			}
+			p = p[n:]
+		}
+		parts[i] = b.String()
+	}
+	return strings.Join(parts, "/")
+}
+
+// markNameCollisions keeps _file_ an identity: an escaped _file_ (fileRel)
+// that equals another source's _file_ marks the escaped source as an error,
+// so that two sources never share one. Only escaped names can collide.
+func markNameCollisions(all, escaped []*DiscoveredSource) {
+	if len(escaped) == 0 {
+		return
+	}
+	isEscaped := make(map[*DiscoveredSource]bool, len(escaped))
+	for _, s := range escaped {
+		isEscaped[s] = true
+	}
+	plain := make(map[string]bool, len(all))
+	for _, s := range all {
+		if !isEscaped[s] {
+			plain[s.File] = true
+		}
+	}
+	for _, s := range escaped {
+		if plain[s.File] && s.Err == nil {
+			s.Err = fmt.Errorf("its name is not valid UTF-8, and escaped (%s) it equals another source's _file_; rename one of them", s.File)
+		}
+	}
 }
 
 // compositeKind recognizes a directory that is a store.
@@ -314,9 +452,15 @@ func joinName(dir, name string) string {
 }
 
 // PeripheralFiles lists the trajectory files under root for commands that
-// read files directly (inspect, import): Discover without limits, where a
-// store found under root is an error naming it, since its rows are not
-// files to normalize.
+// read files directly (inspect, import): Discover without limits.
+//
+// An error means the listing itself failed (a missing root, a directory that
+// cannot be read, a path too long to open): the member set is unknown, so
+// callers fail under every error policy; report mode never turns an
+// incomplete listing into an empty one. A problem with one member is on that
+// file's Err instead, for the caller's error policy: a file that could not
+// be pinned, or a store found under root (its rows are not a file to
+// normalize; query it instead).
 func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, error) {
 	opts := DefaultOptions()
 	opts.MaxFiles, opts.MaxEntries = math.MaxInt, math.MaxInt
@@ -326,10 +470,7 @@ func PeripheralFiles(ctx context.Context, root string) ([]*DiscoveredSource, err
 	}
 	for _, s := range srcs {
 		if s.Kind != KindFile {
-			return nil, fmt.Errorf("%s is a %s store, not a trajectory file; query it with `pchronicle query`", s.Path, s.Kind)
-		}
-		if s.Err != nil {
-			return nil, s.Err
+			s.Err = fmt.Errorf("%s is a %s store, not a trajectory file; query it with `pchronicle query`", s.Path, s.Kind)
 		}
 	}
 	return srcs, nil

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !(linux || solaris || darwin || freebsd || netbsd || openbsd || dragonfly)
 
 package catalog
 

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || solaris || darwin || freebsd || netbsd || openbsd || dragonfly
 
 package catalog
 
@@ -14,7 +14,7 @@ import (
 func fileRevision(fi os.FileInfo) FileRevision {
 	rev := FileRevision{Size: fi.Size(), ModTime: fi.ModTime()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		rev.Dev, rev.Inode = uint64(st.Dev), uint64(st.Ino)
+		rev.Dev, rev.Inode, rev.ChangeTime = uint64(st.Dev), uint64(st.Ino), changeTime(st)
 	}
 	return rev
 }
@@ -32,5 +32,6 @@ func lstatAt(dir *os.File, dirPath, name string) (FileRevision, error) {
 	if err != nil {
 		return FileRevision{}, &os.PathError{Op: "lstat", Path: filepath.Join(dirPath, name), Err: err}
 	}
-	return FileRevision{Size: st.Size, ModTime: time.Unix(st.Mtim.Unix()), Dev: uint64(st.Dev), Inode: uint64(st.Ino)}, nil
+	return FileRevision{Size: st.Size, ModTime: time.Unix(st.Mtim.Unix()), Dev: uint64(st.Dev), Inode: uint64(st.Ino),
+		ChangeTime: time.Unix(st.Ctim.Unix())}, nil
 }

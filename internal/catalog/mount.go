@@ -20,7 +20,10 @@ const DefaultAlias = "dataset"
 var (
 	aliasRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	componentRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	reserved    = map[string]bool{"public": true, "information_schema": true}
+	// reserved are the schema and catalog names DuckDB gives a meaning of
+	// its own: a Dataset mounted under one would clash with them.
+	reserved = map[string]bool{"public": true, "information_schema": true, "main": true, "pg_catalog": true,
+		"system": true, "temp": true, "memory": true}
 )
 
 // DatasetMount names one Dataset: a hierarchical namespace (its identity), a
@@ -46,7 +49,7 @@ func NormalizeAlias(a string) (string, error) {
 		return "", fmt.Errorf("invalid Dataset alias %q: must match [A-Za-z_][A-Za-z0-9_]*", a)
 	}
 	if reserved[a] {
-		return "", fmt.Errorf("Dataset alias %q is reserved", a)
+		return "", fmt.Errorf("Dataset alias %q is reserved (DuckDB has a schema or catalog of that name); mount the Dataset under another name", a)
 	}
 	return a, nil
 }
@@ -114,25 +117,39 @@ func ValidateMounts(mounts []DatasetMount) error {
 	return nil
 }
 
-// LocalPath turns a local root URI (/path, relative path, local://, file://)
-// into an absolute filesystem path.
+// LocalPath turns a local root URI (/path, relative path, local://,
+// file://; the scheme is case-insensitive) into an absolute filesystem
+// path. A URI's query string, fragment or user info is rejected rather than
+// dropped: a path that silently lost part of what the user wrote could name
+// another Dataset (docs/object-stores.md, URI forms).
 func LocalPath(uri string) (string, error) {
 	p := uri
-	switch {
-	case strings.HasPrefix(uri, "local://"):
-		p = strings.TrimPrefix(uri, "local://")
-	case strings.HasPrefix(uri, "file://"):
-		u, err := url.Parse(uri)
-		if err != nil {
-			return "", fmt.Errorf("invalid URI %q: %w", RedactURI(uri), err)
+	if scheme, rest, ok := strings.Cut(uri, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "local":
+			if strings.ContainsAny(rest, "?#") {
+				return "", fmt.Errorf("invalid URI %q: query strings and fragments are not supported", RedactURI(uri))
+			}
+			p = rest
+		case "file":
+			u, err := url.Parse(uri)
+			switch {
+			case err != nil:
+				return "", fmt.Errorf("invalid URI %q: %w", RedactURI(uri), err)
+			case u.RawQuery != "" || u.ForceQuery || strings.Contains(uri, "#"):
+				return "", fmt.Errorf("invalid URI %q: query strings and fragments are not supported", RedactURI(uri))
+			case u.User != nil:
+				return "", fmt.Errorf("invalid URI %q: file URIs must not carry user info", RedactURI(uri))
+			case u.Host != "" && u.Host != "localhost":
+				return "", fmt.Errorf("invalid URI %q: file URIs must not name a host", RedactURI(uri))
+			}
+			p = u.Path
+		default:
+			return "", fmt.Errorf("unsupported Dataset URI scheme %q in %q (local paths, local:// and file:// are supported)", scheme, RedactURI(uri))
 		}
-		p = u.Path
-	case strings.Contains(uri, "://"):
-		scheme, _, _ := strings.Cut(uri, "://")
-		return "", fmt.Errorf("unsupported Dataset URI scheme %q in %q (local paths, local:// and file:// are supported)", scheme, RedactURI(uri))
 	}
 	if p == "" {
-		return "", fmt.Errorf("empty Dataset path in %q", uri)
+		return "", fmt.Errorf("empty Dataset path in %q", RedactURI(uri))
 	}
 	return filepath.Abs(p)
 }

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"encoding/binary"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,8 +62,11 @@ func readEntries(f *os.File, fn func(batch []dirEntry) error) error {
 				e.typ = os.ModeSymlink
 			case syscall.DT_UNKNOWN: // some filesystems do not say
 				fi, err := os.Lstat(filepath.Join(f.Name(), e.name))
-				if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
 					continue // gone since the listing
+				}
+				if err != nil {
+					return err // a listing that skipped it would look complete
 				}
 				e.typ = fi.Mode().Type()
 			default:

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/objstore"
@@ -94,6 +95,14 @@ func DiscoverRemote(ctx context.Context, b objstore.Bucket, prefix string, opts 
 		return nil, fmt.Errorf("list %s: %w", rootURI, err)
 	}
 	sort.SliceStable(l.out, func(i, j int) bool { return pathLess(l.out[i].File, l.out[j].File) })
+	var escaped []*DiscoveredSource // keys that are not valid UTF-8 (fileRel)
+	for _, d := range l.out {
+		if !utf8.ValidString(d.File) {
+			d.File = fileRel(d.File)
+			escaped = append(escaped, d)
+		}
+	}
+	markNameCollisions(l.out, escaped)
 	for _, d := range l.out {
 		switch marker, ok := l.markers[d]; {
 		case d.Kind == KindCompact:
@@ -470,9 +479,10 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// safeName accepts one key segment (a file or directory name).
+// safeName accepts one key segment (a file or directory name) that can
+// become a local path the query engine reads (valid UTF-8).
 func safeName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`)
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && utf8.ValidString(s)
 }
 
 func truncateText(s string, n int) string {

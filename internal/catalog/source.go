@@ -29,12 +29,20 @@ type FileRevision struct {
 	ModTime time.Time
 	Dev     uint64
 	Inode   uint64
+	// ChangeTime is the inode change time (ctime, Unix only; zero
+	// elsewhere). A rewrite in place that restores the old mtime still
+	// moves it, and no user call can set it back.
+	ChangeTime time.Time
 }
 
 func (r FileRevision) RevisionKind() string { return "local_fingerprint" }
 
 func (r FileRevision) Ref() string {
-	return fmt.Sprintf("size=%d;mtime=%s;dev=%d;ino=%d", r.Size, r.ModTime.UTC().Format(time.RFC3339Nano), r.Dev, r.Inode)
+	ref := fmt.Sprintf("size=%d;mtime=%s;dev=%d;ino=%d", r.Size, r.ModTime.UTC().Format(time.RFC3339Nano), r.Dev, r.Inode)
+	if !r.ChangeTime.IsZero() {
+		ref += ";ctime=" + r.ChangeTime.UTC().Format(time.RFC3339Nano)
+	}
+	return ref
 }
 
 // ErrSourceChanged is returned when a pinned local file no longer matches
@@ -51,7 +59,8 @@ func (e *ErrSourceChanged) Error() string {
 // Check compares what fi says of a local file with its pin.
 func (r FileRevision) Check(file string, fi os.FileInfo) error {
 	seen := fileRevision(fi)
-	if seen.Size != r.Size || !seen.ModTime.Equal(r.ModTime) || seen.Dev != r.Dev || seen.Inode != r.Inode {
+	if seen.Size != r.Size || !seen.ModTime.Equal(r.ModTime) || seen.Dev != r.Dev || seen.Inode != r.Inode ||
+		!seen.ChangeTime.Equal(r.ChangeTime) {
 		return &ErrSourceChanged{File: file, Pinned: r, Seen: seen}
 	}
 	return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -34,11 +35,16 @@ func (d *datasetFlags) register(fs *pflag.FlagSet) {
 	}
 }
 
-// options returns the catalog options from the flags.
+// catalogOptions returns the catalog options from the flags; a bad value is
+// reported with its flag's name, before anything is opened.
 func (d *datasetFlags) catalogOptions() (catalog.Options, error) {
 	o := catalog.DefaultOptions()
 	for _, s := range catalog.Describe() {
 		if err := o.Set(s.Name, *d.options[s.Name]); err != nil {
+			var oe *catalog.OptionError
+			if errors.As(err, &oe) {
+				return o, fmt.Errorf("%s %q %s", oe.Flag(), oe.Value, oe.Reason)
+			}
 			return o, err
 		}
 	}
@@ -88,11 +94,11 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 
 // open builds the Snapshot for a command.
 func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Snapshot, bool, error) {
-	mounts, isPositional, err := d.mountList(positional)
+	opts, err := d.catalogOptions()
 	if err != nil {
 		return nil, false, err
 	}
-	opts, err := d.catalogOptions()
+	mounts, isPositional, err := d.mountList(positional)
 	if err != nil {
 		return nil, false, err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -52,7 +53,9 @@ keys are the runs column names (see docs/query-model.md) plus "warnings";
 
 By default (--errors strict) the first unreadable or unrecognized file stops
 the command with a non-zero exit. With --errors report, bad files are listed on
-stderr after the output and the rest is still inspected.`,
+stderr after the output and the rest is still inspected. A PATH that cannot be
+listed completely (missing, an unreadable directory, a path too long) fails
+under both policies.`,
 			Example: `  pchronicle inspect trajectory.json
   pchronicle inspect ./runs --errors report
   pchronicle inspect rollout.jsonl --format json --steps | jq .`,
@@ -81,11 +84,13 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 	if err := validErrors(o.errors); err != nil {
 		return err
 	}
+	if o.detection <= 0 {
+		return fmt.Errorf("--max-detection-bytes: %d is not a positive number of bytes", o.detection)
+	}
 	ctx := cmd.Context()
 	opts := ingest.Options{MaxDetectionBytes: o.detection}
-	structured := o.format == fmtJSON || o.format == fmtJSONL
 	var table *rowWriter
-	if !structured {
+	if o.format != fmtJSON && o.format != fmtJSONL {
 		table = newRowWriter(e.stdout, o.format, inspectColumns)
 	}
 	var failures []error
@@ -96,15 +101,37 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 		failures = append(failures, err)
 		return nil
 	}
+	err := inspectArgs(ctx, e, o, args, opts, table, fail)
+	if err == nil && table != nil {
+		err = table.Close()
+	}
+	// Bad files found before a fatal error are still listed.
+	for _, f := range failures {
+		fmt.Fprintln(e.stderr, "error:", f)
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(e.stderr, "%d file(s) could not be inspected\n", len(failures))
+	}
+	return err
+}
+
+// inspectArgs inspects every file of every argument, passing each bad file
+// to fail. A listing that fails stops the command under both error
+// policies: report mode is for bad files of a complete listing.
+func inspectArgs(ctx context.Context, e *env, o *inspectOptions, args []string, opts ingest.Options, table *rowWriter, fail func(error) error) error {
+	structured := table == nil
 	for _, arg := range args {
 		files, err := catalog.PeripheralFiles(ctx, arg)
 		if err != nil {
-			if err := fail(err); err != nil {
-				return err
-			}
-			continue
+			return err
 		}
 		for _, f := range files {
+			if f.Err != nil {
+				if err := fail(f.Err); err != nil {
+					return err
+				}
+				continue
+			}
 			display := arg
 			if f.File != "." {
 				display = filepath.ToSlash(filepath.Join(arg, f.File))
@@ -130,17 +157,6 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 				}
 			}
 		}
-	}
-	if table != nil {
-		if err := table.Close(); err != nil {
-			return err
-		}
-	}
-	for _, err := range failures {
-		fmt.Fprintln(e.stderr, "error:", err)
-	}
-	if len(failures) > 0 {
-		fmt.Fprintf(e.stderr, "%d file(s) could not be inspected\n", len(failures))
 	}
 	return nil
 }

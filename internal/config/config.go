@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -66,7 +67,7 @@ func Load(path string) (*File, error) {
 	}
 	md, err := toml.Decode(string(data), f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, decodeError(path, err)
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		return nil, fmt.Errorf("%s: unknown key %q", path, undecoded[0].String())
@@ -80,6 +81,36 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// quotedInput matches what the TOML decoder quotes from the input in its
+// messages ("found \"...\"", '...').
+var quotedInput = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
+
+// decodedAt is how the decoder prefixes errors from filling the struct
+// (a value of the wrong type), which are not ParseErrors.
+var decodedAt = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): `)
+
+// decodeError reports a config the TOML decoder rejected by file, line,
+// column and key, with everything the decoder quoted from the input taken
+// out: that text may be a secret written without quotes
+// (`secret_key = abc...` makes the decoder say it "found" the key).
+func decodeError(path string, err error) error {
+	where, msg := path, err.Error()
+	var pe toml.ParseError
+	switch m := decodedAt.FindStringSubmatch(msg); {
+	case errors.As(err, &pe):
+		where = fmt.Sprintf("%s:%d:%d", path, pe.Position.Line, pe.Position.Col)
+		msg = pe.Message
+		if pe.LastKey != "" {
+			where += " (key " + pe.LastKey + ")"
+		}
+	case m != nil:
+		where = fmt.Sprintf("%s:%s (key %s)", path, m[1], m[2])
+		msg = msg[len(m[0]):]
+	}
+	return fmt.Errorf("%s: invalid config: %s (values are not shown; strings need quotes: key = \"value\")",
+		where, quotedInput.ReplaceAllString(msg, "'…'"))
 }
 
 // Save writes the config atomically, creating its directory.

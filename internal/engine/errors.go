@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -25,21 +27,41 @@ const (
 type QueryError struct {
 	Kind ErrorKind
 	Err  error
+	msg  string
 }
 
-func (e *QueryError) Error() string { return e.Err.Error() }
 func (e *QueryError) Unwrap() error { return e.Err }
 
-// classify wraps a DuckDB error of the user's statement; other errors pass
-// through.
-func classify(err error) error {
+// QueryError's message for a resource failure replaces DuckDB's advice
+// (SET statements that user SQL may not run) with the limits and flags that
+// bound the query.
+func (e *QueryError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.Err.Error()
+}
+
+// classify wraps a DuckDB error of the user's statement, run under limits;
+// other errors pass through.
+func classify(err error, l Limits) error {
 	var de *duckdb.Error
 	if !errors.As(err, &de) {
 		return err
 	}
 	switch de.Type {
 	case duckdb.ErrorTypeOutOfMemory:
-		return &QueryError{Kind: KindResources, Err: fmt.Errorf("%w (the query exceeded its memory limit: raise --memory-limit or lower --threads)", err)}
+		what, _, _ := strings.Cut(de.Msg, "\n") // DuckDB's own advice follows
+		threads := fmt.Sprint(l.Threads)
+		if l.Threads <= 0 {
+			threads = fmt.Sprintf("0, i.e. %d", runtime.NumCPU())
+		}
+		hint := fmt.Sprintf("raise memory_limit (--memory-limit, now %s) or lower threads (--threads, now %s)", l.MemoryLimit, threads)
+		if strings.Contains(de.Msg, "max_temp_directory_size") {
+			hint = fmt.Sprintf("the query needs more spill space than max_spill_bytes (--max-spill-bytes, now %s) allows: raise it, or memory_limit (--memory-limit, now %s)",
+				l.MaxSpillBytes, l.MemoryLimit)
+		}
+		return &QueryError{Kind: KindResources, Err: err, msg: strings.TrimSuffix(what, ".") + ": " + hint}
 	case duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog, duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax,
 		duckdb.ErrorTypeConversion, duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeInvalidInput, duckdb.ErrorTypeDivideByZero,
 		duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType, duckdb.ErrorTypeNotImplemented, duckdb.ErrorTypeExpression,

@@ -99,6 +99,7 @@ type Rows struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	release   func()
+	limits    Limits
 	maxRows   int64
 	truncate  bool
 	n         int64
@@ -118,7 +119,7 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 	}
 	defer func() {
 		if err != nil {
-			err = stopped(ctx, err)
+			err = stopped(ctx, err, limits)
 			cancel()
 		}
 	}()
@@ -144,7 +145,7 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		var cols []*sql.ColumnType
 		if cols, err = sqlRows.ColumnTypes(); err == nil {
 			r := &Rows{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
-				maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
+				limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
 			for _, c := range cols {
 				r.Columns = append(r.Columns, c.Name())
 				r.Types = append(r.Types, c.DatabaseTypeName())
@@ -161,11 +162,11 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 // stopped says that a query ended because its context did (the timeout or
 // the caller), rather than with DuckDB's own message for an interrupt, and
 // classifies DuckDB's other errors.
-func stopped(ctx context.Context, err error) error {
+func stopped(ctx context.Context, err error, l Limits) error {
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("query stopped: %w", ctx.Err())
 	}
-	return classify(err)
+	return classify(err, l)
 }
 
 // Next reads the next row; false at the end, at the row cap, or on error.
@@ -176,7 +177,7 @@ func (r *Rows) Next() bool {
 	if !r.rows.Next() {
 		r.err = r.rows.Err()
 		if r.err != nil {
-			r.err = stopped(r.ctx, r.err)
+			r.err = stopped(r.ctx, r.err, r.limits)
 		}
 		return false
 	}
@@ -194,7 +195,7 @@ func (r *Rows) Next() bool {
 		ptrs[i] = &vals[i]
 	}
 	if err := r.rows.Scan(ptrs...); err != nil {
-		r.err = stopped(r.ctx, err)
+		r.err = stopped(r.ctx, err, r.limits)
 		return false
 	}
 	for i, v := range vals {

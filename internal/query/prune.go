@@ -1,7 +1,9 @@
 package query
 
 import (
-	"sort"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +18,7 @@ type from struct {
 	table   string          // relation of a Dataset table
 	usable  bool            // a Dataset table whose `_file_` column is certain (no sample, no column aliases)
 	touches map[string]bool // Datasets whose trajectory relations this leaf reads (join rule)
+	cols    *columns        // its output columns (columns.go)
 	label   string
 	app     []pred // conjuncts every contributing row of this leaf satisfies
 	// join fields
@@ -148,18 +151,8 @@ type selectCtx struct {
 }
 
 func newSelectCtx(root *from, col string) *selectCtx {
-	c := &selectCtx{col: col, root: root, leaves: root.leaves(nil), rootRep: root.rep(col),
-		names: map[string]*from{}, tables: map[[2]string]*from{}}
-	for _, l := range c.leaves {
-		if _, dup := c.names[l.name]; dup {
-			c.names[l.name] = nil // DuckDB rejects duplicate bindings
-		} else {
-			c.names[l.name] = l
-		}
-		if l.ref >= 0 && l.name == l.table {
-			c.tables[[2]string{l.schema, l.table}] = l
-		}
-	}
+	c := &selectCtx{col: col, root: root, leaves: root.leaves(nil), rootRep: root.rep(col)}
+	c.names, c.tables = bindings(c.leaves)
 	c.walkJoins(root, func(j *from) {
 		if j.cond != nil {
 			j.on = c.compile(j.cond)
@@ -499,10 +492,12 @@ func (u unionFind) union(x, y any) {
 	}
 }
 
-// checkJoins enforces spec §6.2: within one FROM, every two inputs that
-// read trajectory relations of the same Dataset must be connected by
-// `_file_` equalities (ON, WHERE, USING, NATURAL, or both pinned to the same
-// constant), whatever the join type.
+// checkJoins enforces the join rule (docs/sql.md): within one FROM, every
+// two inputs that read trajectory relations of the same Dataset must be
+// connected by equalities of their `_file_` (ON, WHERE, USING, NATURAL, or
+// both pinned to the same constant), whatever the join type. An input's
+// `_file_` connects it for a Dataset only when it provably is that
+// Dataset's `_file_` (columns.go), so the connections are kept per Dataset.
 func (c *selectCtx) checkJoins(where *cond) error {
 	var parts []*from
 	for _, l := range c.leaves {
@@ -520,38 +515,26 @@ func (c *selectCtx) checkJoins(where *cond) error {
 		if !j.mergesCol(colFile) {
 			return
 		}
-		// USING (_file_) names the column on both sides; NATURAL only
-		// certainly includes it between Dataset tables. Joining every
-		// participant on the left with every one on the right connects
-		// them all.
-		var group []*from
-		for _, side := range []*from{j.left, j.right} {
-			n := len(group)
-			for _, l := range side.leaves(nil) {
-				if len(l.touches) > 0 && (j.refType != "NATURAL" || l.ref >= 0) {
-					group = append(group, l)
-				}
+		// USING (_file_) and NATURAL merge the `_file_` of both sides (a
+		// NATURAL join only when both have one). Joining, per Dataset, every
+		// input on the left with every one on the right connects them all.
+		for _, d := range slices.Sorted(maps.Keys(j.touchedDatasets())) {
+			left, right := j.left.fileLeaves(d), j.right.fileLeaves(d)
+			if len(left) == 0 || len(right) == 0 {
+				continue
 			}
-			if len(group) == n {
-				return
+			for _, l := range append(left[1:], right...) {
+				uf.union(fileNode{left[0], d}, fileNode{l, d})
 			}
-		}
-		for _, l := range group[1:] {
-			uf.union(group[0], l)
 		}
 	})
-	var datasets []string
-	seen := map[string]bool{}
+	touched := map[string]bool{}
 	for _, p := range parts {
 		for d := range p.touches {
-			if !seen[d] {
-				seen[d] = true
-				datasets = append(datasets, d)
-			}
+			touched[d] = true
 		}
 	}
-	sort.Strings(datasets)
-	for _, d := range datasets {
+	for _, d := range slices.Sorted(maps.Keys(touched)) {
 		var first *from
 		for _, p := range parts {
 			if !p.touches[d] {
@@ -561,16 +544,58 @@ func (c *selectCtx) checkJoins(where *cond) error {
 				first = p
 				continue
 			}
-			if uf.find(first) != uf.find(p) {
+			if uf.find(fileNode{first, d}) != uf.find(fileNode{p, d}) {
 				x, y := bindingOr(first, "a"), bindingOr(p, "b")
 				return reject("joining %s and %s needs an equality on _file_ between them "+
 					"(e.g. ON %s._file_ = %s._file_ AND %s.session_id = %s.session_id, or USING (_file_, session_id)): "+
-					"session_id and run_id are unique only inside one source of Dataset %s",
-					first.label, p.label, x, y, x, y, d)
+					"session_id and run_id are unique only inside one source of Dataset %s%s",
+					first.label, p.label, x, y, x, y, d, notBaseFile(d, first, p))
 			}
 		}
 	}
 	return nil
+}
+
+// notBaseFile explains a rejection caused by a derived table or CTE whose
+// column `_file_` is not the Dataset's `_file_` itself.
+func notBaseFile(d string, leaves ...*from) string {
+	for _, l := range leaves {
+		if files, has := l.cols.file(); has && !files[d] && l.ref < 0 {
+			return fmt.Sprintf("; the _file_ of %s is not %s's _file_ passed through unchanged "+
+				"(an expression, constant, aggregate or REPLACE names a column _file_ whose values do not say which source a row came from): "+
+				"select _file_ itself, e.g. SELECT _file_, session_id, … GROUP BY _file_, session_id", l.label, d)
+		}
+	}
+	return ""
+}
+
+// fileNode is one FROM input's `_file_` as the `_file_` of one Dataset; two
+// nodes connected by equalities hold the same source of that Dataset.
+type fileNode struct {
+	leaf    *from
+	dataset string
+}
+
+// fileLeaves are the subtree's inputs whose `_file_` provably is Dataset d's.
+func (n *from) fileLeaves(d string) []*from {
+	var out []*from
+	for _, l := range n.leaves(nil) {
+		if files, _ := l.cols.file(); files[d] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// touchedDatasets are the Datasets the subtree's inputs read.
+func (n *from) touchedDatasets() map[string]bool {
+	out := map[string]bool{}
+	for _, l := range n.leaves(nil) {
+		for d := range l.touches {
+			out[d] = true
+		}
+	}
+	return out
 }
 
 func bindingOr(l *from, fallback string) string {
@@ -590,7 +615,8 @@ func (c *selectCtx) walkJoins(n *from, fn func(*from)) {
 }
 
 // joinEdges adds the `_file_` equalities of a condition's top-level
-// conjuncts, including two columns pinned to the same constant.
+// conjuncts, including two columns pinned to the same constant, for each
+// Dataset whose `_file_` both sides provably are.
 func joinEdges(uf unionFind, c *cond) {
 	if c == nil {
 		return
@@ -598,9 +624,18 @@ func joinEdges(uf unionFind, c *cond) {
 	for _, k := range c.conjuncts(nil) {
 		switch {
 		case k.eq[0] != nil:
-			uf.union(k.eq[0], k.eq[1])
+			a, _ := k.eq[0].cols.file()
+			b, _ := k.eq[1].cols.file()
+			for d := range a {
+				if b[d] {
+					uf.union(fileNode{k.eq[0], d}, fileNode{k.eq[1], d})
+				}
+			}
 		case k.node != nil && k.node.op == opEq && len(k.node.vals) == 1 && !k.node.null:
-			uf.union(k.col, "const:"+k.node.vals[0])
+			files, _ := k.col.cols.file()
+			for d := range files {
+				uf.union(fileNode{k.col, d}, [2]string{d, k.node.vals[0]})
+			}
 		}
 	}
 }

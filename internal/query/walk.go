@@ -53,7 +53,7 @@ func (a *analyzer) run(node map[string]any) (*Analysis, error) {
 			kind = KindValues
 		}
 	}
-	if err := a.query(node, nil); err != nil {
+	if _, err := a.query(node, nil); err != nil {
 		return nil, err
 	}
 	order := make([]int, len(a.refs))
@@ -74,6 +74,7 @@ type scope struct {
 	parent  *scope
 	name    string
 	touches map[string]bool // Datasets whose trajectory relations the CTE reads
+	cols    *columns        // the CTE's columns; nil inside a recursive CTE's own body
 }
 
 func (s *scope) lookup(name string) *scope {
@@ -101,7 +102,8 @@ func (a *analyzer) walk(v any, sc *scope) error {
 		if t, ok := v["type"].(string); ok {
 			switch {
 			case queryNodes[t]:
-				return a.query(v, sc)
+				_, err := a.query(v, sc)
+				return err
 			case tableRefs[t]:
 				// A table reference outside a FROM clause (e.g. a PIVOT
 				// source) is analyzed on its own, with no WHERE.
@@ -149,16 +151,38 @@ func (a *analyzer) expr(m map[string]any, cls string, sc *scope) error {
 	return a.fields(m, sc)
 }
 
-// query walks a query node; its WITH clause scopes everything inside it.
-func (a *analyzer) query(m map[string]any, sc *scope) error {
+// query walks a query node and returns its output columns; its WITH clause
+// scopes everything inside it.
+func (a *analyzer) query(m map[string]any, sc *scope) (*columns, error) {
 	sc, err := a.ctes(obj(m["cte_map"]), sc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if str(m, "type") == "SELECT_NODE" {
+	switch str(m, "type") {
+	case "SELECT_NODE":
 		return a.selectNode(m, sc)
+	case "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE":
+		left, err := a.query(obj(m["left"]), sc)
+		if err != nil {
+			return nil, err
+		}
+		right, err := a.query(obj(m["right"]), sc)
+		if err != nil {
+			return nil, err
+		}
+		return setColumns(m, left, right), a.fields(m, sc, "cte_map", "left", "right")
 	}
-	return a.fields(m, sc, "cte_map")
+	return unknownColumns, a.fields(m, sc, "cte_map")
+}
+
+// statement walks a statement object ({"node": query node, ...}) and
+// returns its query's columns.
+func (a *analyzer) statement(m map[string]any, sc *scope) (*columns, error) {
+	cols, err := a.query(obj(m["node"]), sc)
+	if err != nil {
+		return nil, err
+	}
+	return cols, a.fields(m, sc, "node")
 }
 
 // ctes binds each CTE in order: a body sees the CTEs before it and, when
@@ -175,33 +199,39 @@ func (a *analyzer) ctes(cm map[string]any, sc *scope) (*scope, error) {
 			body = &scope{parent: sc, name: name}
 		}
 		a.push()
-		err := a.walk(value, body)
+		cols, err := a.statement(obj(value["query"]), body)
+		if err == nil {
+			err = a.fields(value, body, "query")
+		}
 		touches := a.pop()
 		if err != nil {
 			return nil, err
 		}
-		sc = &scope{parent: sc, name: name, touches: touches}
+		sc = &scope{parent: sc, name: name, touches: touches, cols: cols.withAliases(arr(value["aliases"]))}
 	}
 	return sc, nil
 }
 
-func (a *analyzer) selectNode(m map[string]any, sc *scope) error {
-	tree := &from{leaf: true, ref: -1}
+func (a *analyzer) selectNode(m map[string]any, sc *scope) (*columns, error) {
+	tree := &from{leaf: true, ref: -1, cols: exactColumns(nil)}
 	if ft := obj(m["from_table"]); ft != nil {
 		var err error
 		if tree, err = a.table(ft, sc); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := a.fields(m, sc, "from_table", "cte_map"); err != nil {
-		return err
+		return nil, err
 	}
-	return a.analyzeFrom(tree, m["where_clause"], m["sample"] != nil)
+	if err := a.analyzeFrom(tree, m["where_clause"], m["sample"] != nil); err != nil {
+		return nil, err
+	}
+	return selectColumns(m, tree), nil
 }
 
 // table validates one table reference and returns its FROM tree.
 func (a *analyzer) table(m map[string]any, sc *scope) (*from, error) {
-	leaf := &from{leaf: true, ref: -1, name: strings.ToLower(str(m, "alias"))}
+	leaf := &from{leaf: true, ref: -1, name: strings.ToLower(str(m, "alias")), cols: unknownColumns}
 	switch t := str(m, "type"); t {
 	case "BASE_TABLE":
 		return a.baseTable(m, sc)
@@ -223,19 +253,26 @@ func (a *analyzer) table(m map[string]any, sc *scope) (*from, error) {
 		return j, a.fields(m, sc, "left", "right")
 	case "SUBQUERY":
 		a.push()
-		err := a.walk(obj(m["subquery"]), sc)
+		cols, err := a.statement(obj(m["subquery"]), sc)
 		leaf.touches = a.pop()
 		a.touch(leaf.touches)
 		leaf.label = "subquery " + leaf.name
 		if err != nil {
 			return nil, err
 		}
+		leaf.cols = cols.withAliases(arr(m["column_name_alias"]))
 		return leaf, a.fields(m, sc, "subquery")
 	case "TABLE_FUNCTION":
 		return nil, reject("table function %s is not allowed: only the relations of mounted Datasets and information_schema can be read",
 			strings.ToLower(str(obj(m["function"]), "function_name")))
 	case "SHOW_REF":
 		return leaf, a.show(m, sc)
+	case "EXPRESSION_LIST":
+		leaf.cols = valuesColumns(m)
+		return leaf, a.fields(m, sc)
+	case "EMPTY":
+		leaf.cols = exactColumns(nil)
+		return leaf, a.fields(m, sc)
 	default:
 		// EMPTY, EXPRESSION_LIST (VALUES), PIVOT, …: not a Dataset table.
 		return leaf, a.fields(m, sc)
@@ -247,7 +284,7 @@ func (a *analyzer) baseTable(m map[string]any, sc *scope) (*from, error) {
 		return nil, reject("AT (time travel) clauses are not supported")
 	}
 	cat, sch, name := strings.ToLower(str(m, "catalog_name")), strings.ToLower(str(m, "schema_name")), strings.ToLower(str(m, "table_name"))
-	leaf := &from{leaf: true, ref: -1, name: strings.ToLower(str(m, "alias"))}
+	leaf := &from{leaf: true, ref: -1, name: strings.ToLower(str(m, "alias")), cols: unknownColumns}
 	if leaf.name == "" {
 		leaf.name = name
 	}
@@ -256,6 +293,9 @@ func (a *analyzer) baseTable(m map[string]any, sc *scope) (*from, error) {
 	case cat == "" && sch == "":
 		if c := sc.lookup(name); c != nil {
 			leaf.touches, leaf.label = c.touches, "CTE "+name
+			if c.cols != nil { // nil: a recursive CTE's own name in its body
+				leaf.cols = c.cols.withAliases(arr(m["column_name_alias"]))
+			}
 			a.touch(c.touches)
 			return leaf, a.fields(m, sc)
 		}
@@ -266,8 +306,12 @@ func (a *analyzer) baseTable(m map[string]any, sc *scope) (*from, error) {
 			return nil, reject("no default Dataset: qualify the table, e.g. name.%s", name)
 		}
 		ds = DefaultSchema
-	case sch == "information_schema" && (cat == "" || cat == "main" || cat == "memory" || cat == "system"):
+	case sch == "information_schema" && cat == "":
 		return leaf, a.fields(m, sc)
+	case sch == "information_schema":
+		// The engine's DuckDB has no catalog "main", and naming its
+		// catalogs only ties queries to how the engine is built.
+		return nil, reject("%s.information_schema.%s: read information_schema without a catalog (information_schema.%s)", cat, name, name)
 	case cat == "" && a.datasets[sch]:
 		if !isRelation(name) {
 			return nil, reject("unknown relation %s.%s: a Dataset has %s", sch, name, relationList())
@@ -282,6 +326,7 @@ func (a *analyzer) baseTable(m map[string]any, sc *scope) (*from, error) {
 	}
 	leaf.ref, leaf.schema, leaf.table = len(a.refs), ds, name
 	leaf.usable = m["sample"] == nil && len(arr(m["column_name_alias"])) == 0
+	leaf.cols = relationColumns(ds, name).withAliases(arr(m["column_name_alias"]))
 	leaf.label = ds + "." + name
 	if alias := str(m, "alias"); alias != "" {
 		leaf.label += " AS " + alias

@@ -60,17 +60,31 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 	mux.Handle(directory.DatasetsPath, dirHandler)
 	mux.Handle(directory.DatasetsPath+"/", dirHandler)
 	mux.Handle("/api/", &worker.DataPlane{ACL: w, Runner: spawner, Options: opts, RequestID: server.RequestID, Log: log})
-	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]string{"status": "ok", "version": Version})
-	})
-	mux.HandleFunc("GET /ready", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"status": "ready", "directory_revision": w.ACL().Revision()})
-	})
-	if ui != nil {
-		mux.Handle("/", ui)
+	// The probes answer without keys and without a worker: the parent is
+	// alive, and ready once it holds a valid ACL (it does from the start).
+	probe := func(body func() map[string]any) http.HandlerFunc {
+		return func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				rw.Header().Set("Allow", "GET, HEAD")
+				directory.WriteError(rw, http.StatusMethodNotAllowed, directory.CodeMethodNotAllowed,
+					r.Method+" is not allowed on "+r.URL.Path+" (allowed: GET)", server.RequestID(r))
+				return
+			}
+			rw.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(rw).Encode(body())
+		}
 	}
+	mux.Handle("/health", probe(func() map[string]any { return map[string]any{"status": "ok", "version": Version} }))
+	mux.Handle("/ready", probe(func() map[string]any {
+		return map[string]any{"status": "ready", "directory_revision": w.ACL().Revision()}
+	}))
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		if ui != nil {
+			ui.ServeHTTP(rw, r)
+			return
+		}
+		directory.WriteError(rw, http.StatusNotFound, directory.CodeNotFound, "not found: "+r.URL.Path, server.RequestID(r))
+	})
 	return server.Logged(log, mux), spawner.Close, nil
 }
 

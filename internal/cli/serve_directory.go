@@ -54,6 +54,10 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 		return nil, nil, err
 	}
 	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log}
+	if wrapper := os.Getenv(worker.WrapperEnv); wrapper != "" {
+		log.Warn("test hook: query workers start through a wrapper program", "variable", worker.WrapperEnv, "wrapper", wrapper)
+		spawner.Path, spawner.Args = wrapper, append([]string{exe}, worker.Args...)
+	}
 	spawner.Prestart()
 	mux := http.NewServeMux()
 	dirHandler := &directory.Handler{ACL: w, RequestID: server.RequestID, Log: log}

@@ -25,6 +25,15 @@ var ErrUnavailable = errors.New("the query worker is unavailable")
 // DefaultTimeout bounds one worker's whole run, answer included.
 const DefaultTimeout = 60 * time.Second
 
+// WrapperEnv is a test hook of serve (docs/testing.md): when the serving
+// parent's environment names a program in it, workers start as that
+// program followed by the real command (PROGRAM EXE serve
+// --catalog-query-worker). The end-to-end tests point it at a script that
+// records what a worker receives before it execs the worker, so a test can
+// read the real stdin of the real binary. Its prefix is sanitized, so no
+// worker (or wrapper) sees the variable itself.
+const WrapperEnv = "PCHRONICLE_CATALOG_TEST_WORKER_WRAPPER"
+
 // Spawner starts workers: each Run gets a process of its own that serves
 // that one job and exits. With Warm > 0 it keeps that many workers started
 // ahead; they hold nothing but the sanitized environment until a job

@@ -53,7 +53,10 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 	if err != nil {
 		return nil, nil, err
 	}
-	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log}
+	// Every worker runs its own DuckDB instances: the query bounds of plain
+	// serve bound the workers answering at once and the requests waiting.
+	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log,
+		MaxRunning: sf.concurrent, MaxQueued: sf.queue}
 	if wrapper := os.Getenv(worker.WrapperEnv); wrapper != "" {
 		log.Warn("test hook: query workers start through a wrapper program", "variable", worker.WrapperEnv, "wrapper", wrapper)
 		spawner.Path, spawner.Args = wrapper, append([]string{exe}, worker.Args...)

@@ -98,9 +98,21 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 // serveWorker is the hidden worker mode: one job on stdin, its answer on
 // stdout, then exit. It opens exactly the mounts of its job, and writes
 // nothing to any Dataset (no projection supervisor).
+//
+// The SQL parser (a DuckDB instance of its own, tens of milliseconds to
+// open) is opened before the job is read, so a warm worker has it ready
+// when its job arrives. It holds nothing of any user: no mount, no key,
+// no request.
 func serveWorker(ctx context.Context, e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	parser, parserErr := query.NewParser()
+	if parserErr == nil {
+		defer parser.Close()
+	}
 	return worker.Serve(ctx, e.stdin, e.stdout, func(ctx context.Context, job worker.Job) (http.Handler, func(), error) {
+		if parserErr != nil {
+			return nil, nil, parserErr
+		}
 		var wo workerOptions
 		if len(job.Options) > 0 {
 			if err := json.Unmarshal(job.Options, &wo); err != nil {
@@ -117,20 +129,15 @@ func serveWorker(ctx context.Context, e *env) error {
 		for i, t := range job.Mounts {
 			mounts[i] = catalog.DatasetMount{Namespace: []string{t.Name}, Alias: t.Name, URI: t.URI, Config: t.Store()}
 		}
-		parser, err := query.NewParser()
-		if err != nil {
-			return nil, nil, err
-		}
 		limits := engine.LimitsFrom(opts)
 		rt, err := generation.Start(ctx, generation.Config{Mounts: mounts, Options: opts, Limits: limits, Parser: parser, Logger: log})
 		if err != nil {
-			parser.Close()
 			return nil, nil, unavailable{err}
 		}
 		sr := &serving.Runtime{}
 		sr.Publish(rt)
 		h := server.New(server.Config{Runtime: sr, Logger: log, Version: Version, MaxRows: wo.MaxResponseRows, MaxTimeout: limits.Timeout})
-		return h, func() { rt.Close(); parser.Close() }, nil
+		return h, rt.Close, nil
 	})
 }
 

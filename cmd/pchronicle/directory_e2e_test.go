@@ -349,6 +349,7 @@ func TestDirectoryAuthMatrixThroughServe(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	crossWorkerState(t, p)
 
 	// Hot reload: each edit is picked up (or refused) within a poll or two.
 	reloaded := "catalog config reloaded"
@@ -402,6 +403,41 @@ func TestDirectoryAuthMatrixThroughServe(t *testing.T) {
 	})
 	if got := strings.Count(p.logs.String(), refused); got != 2 {
 		t.Errorf("%d refused reloads logged, want 2 (each refused content once):\n%s", got, p.logs)
+	}
+}
+
+// crossWorkerState: every request has a worker and a Snapshot of its own,
+// but a Snapshot's id depends only on what it pinned, so a cursor from one
+// worker pages on in the next, and an ETag answers 304 there.
+func crossWorkerState(t *testing.T, p *parent) {
+	t.Helper()
+	first := p.do(t, "GET", "/api/runs?limit=2", "", alice...)
+	var page struct {
+		Next string `json:"next_cursor"`
+		Runs []struct {
+			File string `json:"_file_"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(first.body), &page); first.status != 200 || err != nil || page.Next == "" || len(page.Runs) != 2 {
+		t.Fatalf("first page: %d %s", first.status, first.body)
+	}
+	seen := len(page.Runs)
+	for cursor := page.Next; cursor != ""; {
+		a := p.do(t, "GET", "/api/runs?limit=2&cursor="+url.QueryEscape(cursor), "", alice...)
+		page.Next = ""
+		page.Runs = nil
+		if err := json.Unmarshal([]byte(a.body), &page); a.status != 200 || err != nil || len(page.Runs) == 0 {
+			t.Fatalf("next page: %d %s", a.status, a.body)
+		}
+		seen += len(page.Runs)
+		cursor = page.Next
+	}
+	if seen != 4 {
+		t.Errorf("paging through alice's runs saw %d, want 4", seen)
+	}
+	etag := first.header.Get("ETag")
+	if a := p.do(t, "GET", "/api/runs?limit=2", "", append([]string{"If-None-Match", etag}, alice...)...); etag == "" || a.status != 304 || a.body != "" {
+		t.Errorf("If-None-Match %q: %d %q", etag, a.status, a.body)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -595,6 +596,9 @@ func checkWorkerEnv(t *testing.T, what string, env, secrets []string) {
 // pid, same environment) reading that copy. The product has no code path
 // that writes a job anywhere but to the pipe.
 func TestDirectoryWorkerProcessHoldsOnlyItsGrant(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the worker's /proc/PID files")
+	}
 	s3 := testservers.StartS3(t)
 	bucket := s3.NewS3Bucket(t, false)
 	putExamples(t, s3, bucket, "alice/")

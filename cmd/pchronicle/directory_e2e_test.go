@@ -91,10 +91,16 @@ func startParent(t *testing.T, path string, env, secrets []string, flags ...stri
 			}
 		}
 	})
-	p.waitLog(t, "pchronicle serving ", 1)
-	line := p.logs.String()
-	line = line[strings.Index(line, "pchronicle serving ")+len("pchronicle serving "):]
-	p.url, _, _ = strings.Cut(line, "\n")
+	const serving = "pchronicle serving "
+	p.waitLog(t, serving, 1)
+	for deadline := time.Now().Add(10 * time.Second); p.url == ""; time.Sleep(10 * time.Millisecond) {
+		logs := p.logs.String()
+		if u, _, whole := strings.Cut(logs[strings.Index(logs, serving)+len(serving):], "\n"); whole {
+			p.url = u
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no whole line after %q:\n%s", serving, logs)
+		}
+	}
 	return p
 }
 

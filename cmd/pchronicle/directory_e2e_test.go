@@ -36,27 +36,9 @@ import (
 type parent struct {
 	url  string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 	// secrets must never appear in its log (checked when the test ends).
 	secrets []string
-}
-
-// syncBuffer collects the parent's stderr while tests read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startParent starts the real binary serving the Directory config at path,
@@ -68,7 +50,7 @@ func startParent(t *testing.T, path string, env, secrets []string, flags ...stri
 	args := append([]string{"serve", "--catalog-config", path, "--listen", "127.0.0.1:0"}, flags...)
 	cmd := exec.Command(testutil.Binary(t), args...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
-	p := &parent{cmd: cmd, logs: &syncBuffer{}, secrets: secrets}
+	p := &parent{cmd: cmd, logs: &testutil.SyncBuffer{}, secrets: secrets}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

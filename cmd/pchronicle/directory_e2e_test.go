@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -499,7 +500,8 @@ func newHoldingProxy(t *testing.T, endpoint string) *holdingProxy {
 	var first, once sync.Once
 	hp.release = func() { once.Do(func() { close(gate) }) }
 	// The signature covers the Host header: keep the one the client signed.
-	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target); pr.Out.Host = pr.In.Host }}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(target); pr.Out.Host = pr.In.Host },
+		ErrorLog: log.New(io.Discard, "", 0)} // a request held past its client's timeout fails when released
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok {
 			ak, _, _ := strings.Cut(cred, "/")
@@ -809,5 +811,55 @@ func TestDirectoryExampleSequence(t *testing.T) {
 	}
 	if a := p.do(t, "GET", "/api/runs", ""); a.status != 401 {
 		t.Errorf("GET /api/runs without keys: %d %s", a.status, a.body)
+	}
+}
+
+// TestDirectoryWorkerTimeout: a worker that does not answer within
+// --worker-timeout (its S3 listing is held) is killed, and the caller gets
+// 503 unavailable; the job's keys stay out of the log.
+func TestDirectoryWorkerTimeout(t *testing.T) {
+	s3 := testservers.StartS3(t)
+	bucket := s3.NewS3Bucket(t, false)
+	proxy := newHoldingProxy(t, s3.Endpoint)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.toml")
+	config := fmt.Sprintf(`[meta]
+version = 1
+
+[users.alice]
+access_key = "pcak_alice"
+secret_key = "alice-secret-0123456789"
+
+[datasets.slow]
+uri = "s3://%s/slow/"
+endpoint = %q
+access_key = %q
+secret_key = %q
+
+[[grants]]
+user = "alice"
+dataset = "slow"
+`, bucket, proxy.url, s3.AccessKey, s3.SecretKey)
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startParent(t, path, nil, []string{s3.SecretKey, "alice-secret"}, "--worker-timeout", "2s", "--warm-workers", "0")
+	start := time.Now()
+	a := p.do(t, "GET", "/api/catalog", "", alice...)
+	took := time.Since(start)
+	if a.status != 503 || summarize(t, "/api/catalog", a) != "unavailable" {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	select {
+	case <-proxy.held:
+	default:
+		t.Fatal("the worker never reached S3: the 503 has another cause")
+	}
+	if took < 2*time.Second || took > 20*time.Second {
+		t.Errorf("answered after %v, want the 2 s timeout", took)
+	}
+	p.waitLog(t, "no complete answer within 2s", 1)
+	if kids := children(t, p.cmd.Process.Pid); len(kids) != 0 {
+		t.Errorf("worker processes %v are still alive after the timeout", kids)
 	}
 }

@@ -53,33 +53,66 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 	if err != nil {
 		return nil, nil, err
 	}
-	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log}
+	// Every worker runs its own DuckDB instances: the query bounds of plain
+	// serve bound the workers answering at once and the requests waiting.
+	spawner := &worker.Spawner{Path: exe, Timeout: sf.workerTimeout, Warm: sf.warmWorkers, Log: log,
+		MaxRunning: sf.concurrent, MaxQueued: sf.queue}
+	if wrapper := os.Getenv(worker.WrapperEnv); wrapper != "" {
+		log.Warn("test hook: query workers start through a wrapper program", "variable", worker.WrapperEnv, "wrapper", wrapper)
+		spawner.Path, spawner.Args = wrapper, append([]string{exe}, worker.Args...)
+	}
 	spawner.Prestart()
 	mux := http.NewServeMux()
 	dirHandler := &directory.Handler{ACL: w, RequestID: server.RequestID, Log: log}
 	mux.Handle(directory.DatasetsPath, dirHandler)
 	mux.Handle(directory.DatasetsPath+"/", dirHandler)
 	mux.Handle("/api/", &worker.DataPlane{ACL: w, Runner: spawner, Options: opts, RequestID: server.RequestID, Log: log})
-	mux.HandleFunc("GET /health", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]string{"status": "ok", "version": Version})
-	})
-	mux.HandleFunc("GET /ready", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"status": "ready", "directory_revision": w.ACL().Revision()})
-	})
-	if ui != nil {
-		mux.Handle("/", ui)
+	// The probes answer without keys and without a worker: the parent is
+	// alive, and ready once it holds a valid ACL (it does from the start).
+	probe := func(body func() map[string]any) http.HandlerFunc {
+		return func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				rw.Header().Set("Allow", "GET, HEAD")
+				directory.WriteError(rw, http.StatusMethodNotAllowed, directory.CodeMethodNotAllowed,
+					r.Method+" is not allowed on "+r.URL.Path+" (allowed: GET)", server.RequestID(r))
+				return
+			}
+			rw.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(rw).Encode(body())
+		}
 	}
+	mux.Handle("/health", probe(func() map[string]any { return map[string]any{"status": "ok", "version": Version} }))
+	mux.Handle("/ready", probe(func() map[string]any {
+		return map[string]any{"status": "ready", "directory_revision": w.ACL().Revision()}
+	}))
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		if ui != nil {
+			ui.ServeHTTP(rw, r)
+			return
+		}
+		directory.WriteError(rw, http.StatusNotFound, directory.CodeNotFound, "not found: "+r.URL.Path, server.RequestID(r))
+	})
 	return server.Logged(log, mux), spawner.Close, nil
 }
 
 // serveWorker is the hidden worker mode: one job on stdin, its answer on
 // stdout, then exit. It opens exactly the mounts of its job, and writes
 // nothing to any Dataset (no projection supervisor).
+//
+// The SQL parser (a DuckDB instance of its own, tens of milliseconds to
+// open) is opened before the job is read, so a warm worker has it ready
+// when its job arrives. It holds nothing of any user: no mount, no key,
+// no request.
 func serveWorker(ctx context.Context, e *env) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	parser, parserErr := query.NewParser()
+	if parserErr == nil {
+		defer parser.Close()
+	}
 	return worker.Serve(ctx, e.stdin, e.stdout, func(ctx context.Context, job worker.Job) (http.Handler, func(), error) {
+		if parserErr != nil {
+			return nil, nil, parserErr
+		}
 		var wo workerOptions
 		if len(job.Options) > 0 {
 			if err := json.Unmarshal(job.Options, &wo); err != nil {
@@ -96,20 +129,15 @@ func serveWorker(ctx context.Context, e *env) error {
 		for i, t := range job.Mounts {
 			mounts[i] = catalog.DatasetMount{Namespace: []string{t.Name}, Alias: t.Name, URI: t.URI, Config: t.Store()}
 		}
-		parser, err := query.NewParser()
-		if err != nil {
-			return nil, nil, err
-		}
 		limits := engine.LimitsFrom(opts)
 		rt, err := generation.Start(ctx, generation.Config{Mounts: mounts, Options: opts, Limits: limits, Parser: parser, Logger: log})
 		if err != nil {
-			parser.Close()
 			return nil, nil, unavailable{err}
 		}
 		sr := &serving.Runtime{}
 		sr.Publish(rt)
 		h := server.New(server.Config{Runtime: sr, Logger: log, Version: Version, MaxRows: wo.MaxResponseRows, MaxTimeout: limits.Timeout})
-		return h, func() { rt.Close(); parser.Close() }, nil
+		return h, rt.Close, nil
 	})
 }
 

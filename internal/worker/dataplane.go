@@ -20,6 +20,10 @@ const DatasetParam = "dataset"
 // CodeAmbiguousBackend is the error code when DatasetParam is needed.
 const CodeAmbiguousBackend = "ambiguous_backend"
 
+// CodeBusy is the error code of ErrBusy, the same as plain serve's when its
+// query queue is full.
+const CodeBusy = "busy"
+
 // AmbiguousBackendError: the caller may open s3:// Datasets on several
 // backends (endpoint, region or keys differ) and did not pick one.
 type AmbiguousBackendError struct{ Datasets []string }
@@ -135,9 +139,13 @@ func (d *DataPlane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res, err := d.Runner.Run(r.Context(), Job{RequestID: rid, Mounts: mounts, Options: d.Options, Request: req})
 	if err != nil {
 		log.Warn("data-plane request failed", "request_id", rid, "user", p.User, "error", err.Error())
-		if errors.Is(err, ErrUnavailable) {
+		switch {
+		case errors.Is(err, ErrBusy):
+			w.Header().Set("Retry-After", "1")
+			fail(http.StatusServiceUnavailable, CodeBusy, err.Error())
+		case errors.Is(err, ErrUnavailable):
 			fail(http.StatusServiceUnavailable, directory.CodeUnavailable, "the query worker did not answer; try again")
-		} else {
+		default:
 			fail(http.StatusInternalServerError, directory.CodeInternal, "the query worker could not be started")
 		}
 		return

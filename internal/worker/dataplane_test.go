@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -252,4 +253,44 @@ func TestDataPlanePublicAndTimeout(t *testing.T) {
 	if status != 503 || !strings.Contains(body, `"code":"unavailable"`) {
 		t.Errorf("timeout: %d %s", status, body)
 	}
+}
+
+// TestDataPlaneBusy: when every worker slot is taken and nothing may
+// queue, a request gets 503 busy with Retry-After, without a worker.
+func TestDataPlaneBusy(t *testing.T) {
+	p := startPlane(t, planeConfig)
+	p.s.MaxRunning = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	request := func(ctx context.Context, path string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", p.url+path, nil)
+		h := user("alice")
+		req.Header.Set(h[0], h[1])
+		req.Header.Set(h[2], h[3])
+		return http.DefaultClient.Do(req)
+	}
+	go request(ctx, "/sleep")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if started, _ := filepath.Glob(filepath.Join(p.dump, "*.stdin")); len(started) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sleeping worker never started")
+		}
+	}
+	resp, err := request(context.Background(), "/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e directory.ErrorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != 503 || e.Code != CodeBusy || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("busy: %d %+v Retry-After %q", resp.StatusCode, e, resp.Header.Get("Retry-After"))
+	}
+	if envs, _ := p.dumps(t); len(envs) != 1 {
+		t.Errorf("%d workers started, want the sleeping one only", len(envs))
+	}
+	cancel() // the client leaves: its worker is killed and its slot freed
+	waitFor(t, func(s *Spawner) bool { return len(s.slots) == 0 }, p.s)
 }

@@ -22,8 +22,21 @@ import (
 // failed before answering. The parent answers 503.
 var ErrUnavailable = errors.New("the query worker is unavailable")
 
+// ErrBusy: MaxRunning workers are answering and MaxQueued jobs already
+// wait for one of them. The parent answers 503 with Retry-After.
+var ErrBusy = errors.New("every query worker is busy; retry shortly")
+
 // DefaultTimeout bounds one worker's whole run, answer included.
 const DefaultTimeout = 60 * time.Second
+
+// WrapperEnv is a test hook of serve (docs/testing.md): when the serving
+// parent's environment names a program in it, workers start as that
+// program followed by the real command (PROGRAM EXE serve
+// --catalog-query-worker). The end-to-end tests point it at a script that
+// records what a worker receives before it execs the worker, so a test can
+// read the real stdin of the real binary. Its prefix is sanitized, so no
+// worker (or wrapper) sees the variable itself.
+const WrapperEnv = "PCHRONICLE_CATALOG_TEST_WORKER_WRAPPER"
 
 // Spawner starts workers: each Run gets a process of its own that serves
 // that one job and exits. With Warm > 0 it keeps that many workers started
@@ -36,11 +49,17 @@ type Spawner struct {
 	Timeout time.Duration // 0: DefaultTimeout
 	Warm    int           // workers kept started ahead; 0 starts one per job
 	Log     *slog.Logger  // worker stderr and failures (scrubbed of the job's keys); nil: slog.Default()
+	// MaxRunning bounds the workers answering at once (each runs its own
+	// DuckDB instances); 0 is no bound. MaxQueued jobs may wait for one,
+	// within the Timeout; beyond that Run fails with ErrBusy.
+	MaxRunning, MaxQueued int
 
-	mu     sync.Mutex
-	ready  []*proc
-	filler bool // a goroutine is topping up ready
-	closed bool
+	mu      sync.Mutex
+	ready   []*proc
+	filler  bool // a goroutine is topping up ready
+	closed  bool
+	slots   chan struct{} // one token per running job, when MaxRunning > 0
+	waiting int           // jobs waiting for a slot
 }
 
 // proc is one started worker.
@@ -205,15 +224,20 @@ func (s *Spawner) Run(ctx context.Context, job Job) (*Result, error) {
 	if len(data) > MaxJobBytes {
 		return nil, fmt.Errorf("the job is larger than %d bytes", MaxJobBytes)
 	}
-	p, err := s.take()
-	if err != nil {
-		return nil, err
-	}
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	r := &run{s: s, p: p, secrets: secretsOf(job), requestID: job.RequestID, done: make(chan struct{})}
+	release, err := s.acquire(ctx, timeout)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.take()
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r := &run{s: s, p: p, secrets: secretsOf(job), requestID: job.RequestID, done: make(chan struct{}), release: release}
 	go r.watch(ctx, timeout)
 	go func() {
 		// A worker that dies early closes the pipe; its error shows as a
@@ -227,6 +251,47 @@ func (s *Spawner) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, r.finish(fmt.Errorf("%w: %v", ErrUnavailable, err))
 	}
 	return &Result{Head: head, Body: &body{r: br, run: r}}, nil
+}
+
+// acquire takes a running slot, waiting in the bounded queue for at most
+// timeout, and returns its release.
+func (s *Spawner) acquire(ctx context.Context, timeout time.Duration) (func(), error) {
+	if s.MaxRunning <= 0 {
+		return func() {}, nil
+	}
+	s.mu.Lock()
+	if s.slots == nil {
+		s.slots = make(chan struct{}, s.MaxRunning)
+	}
+	slots := s.slots
+	release := func() { <-slots }
+	select {
+	case slots <- struct{}{}:
+		s.mu.Unlock()
+		return release, nil
+	default:
+	}
+	if s.waiting >= s.MaxQueued {
+		s.mu.Unlock()
+		return nil, ErrBusy
+	}
+	s.waiting++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, ErrBusy
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+	}
 }
 
 // readHead reads and checks the Head line of a worker's answer.
@@ -249,6 +314,7 @@ type run struct {
 	secrets   []string
 	requestID string
 	done      chan struct{} // closed by finish
+	release   func()        // the running slot, given back by finish
 	once      sync.Once
 	mu        sync.Mutex
 	killedBy  error // set when watch killed the worker
@@ -289,6 +355,7 @@ func (r *run) finish(cause error) error {
 			<-r.p.exited
 		}
 		close(r.done)
+		r.release()
 		r.mu.Lock()
 		killed := r.killedBy
 		r.mu.Unlock()

@@ -375,3 +375,51 @@ func TestNewRequestWithholdsCredentials(t *testing.T) {
 		t.Errorf("big body: %v", err)
 	}
 }
+
+// TestBoundedWorkers: with MaxRunning workers answering and MaxQueued jobs
+// waiting, the next job is refused at once with ErrBusy; a queued job runs
+// when a slot frees, and a finished or killed job gives its slot back.
+func TestBoundedWorkers(t *testing.T) {
+	s, _ := spawner(t)
+	s.MaxRunning, s.MaxQueued = 1, 1
+	sleep := Job{Request: Request{Method: "GET", Path: "/sleep"}}
+	echoJob := Job{Request: Request{Method: "GET", Path: "/echo"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	held := make(chan error, 1)
+	go func() { _, err := s.Run(ctx, sleep); held <- err }()
+	waitFor(t, func(s *Spawner) bool { return len(s.slots) == 1 }, s)
+
+	queued := make(chan error, 1)
+	go func() { _, _, err := runJob(t, s, echoJob); queued <- err }()
+	waitFor(t, func(s *Spawner) bool { return s.waiting == 1 }, s)
+	if _, err := s.Run(context.Background(), echoJob); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a job beyond the queue: %v, want ErrBusy", err)
+	}
+	cancel() // kills the sleeping worker: its slot goes to the queued job
+	if err := <-held; !errors.Is(err, ErrUnavailable) {
+		t.Errorf("the killed job: %v", err)
+	}
+	if err := <-queued; err != nil {
+		t.Errorf("the queued job: %v", err)
+	}
+	if _, _, err := runJob(t, s, echoJob); err != nil {
+		t.Errorf("a job after both: %v", err)
+	}
+	waitFor(t, func(s *Spawner) bool { return len(s.slots) == 0 && s.waiting == 0 }, s)
+}
+
+// waitFor polls cond under the Spawner's lock.
+func waitFor(t *testing.T, cond func(*Spawner) bool, s *Spawner) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		ok := s.slots != nil && cond(s)
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Spawner never reached the expected state")
+		}
+	}
+}

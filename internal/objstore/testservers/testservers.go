@@ -9,7 +9,6 @@
 package testservers
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/objstore/faults"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // SkipEnv names the variable that skips every test needing a server.
@@ -149,7 +149,7 @@ func start(t testing.TB, name string, cmdFor func(port int) *exec.Cmd, probe str
 			t.Fatal(err)
 		}
 		cmd := cmdFor(port)
-		var log syncBuffer
+		var log testutil.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &log, &log
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
@@ -197,21 +197,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

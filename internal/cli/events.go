@@ -141,7 +141,7 @@ older revision pinned for longer than the retention.`,
 			if err != nil {
 				return err
 			}
-			removed, err := s.GC(retention)
+			removed, err := s.GC(cmd.Context(), retention)
 			for _, p := range removed {
 				fmt.Fprintln(e.stdout, p)
 			}

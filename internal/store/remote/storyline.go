@@ -24,13 +24,15 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/store"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
 // ErrLostRace is matched by the error of a publication whose pointer
 // (CURRENT or _manifest.json) another writer replaced after this one read
-// it: nothing of the losing publication is visible.
-var ErrLostRace = errors.New("another writer published first")
+// it: nothing of the losing publication is visible. It is
+// store.ErrLostRace, which local writers return too.
+var ErrLostRace = store.ErrLostRace
 
 // maxPointerBytes bounds reads of CURRENT and manifests: small documents.
 const maxPointerBytes = 64 << 20

@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -215,38 +213,32 @@ func TestContextReaderStopsBlockedRead(t *testing.T) {
 	}
 }
 
-func TestOpenInputFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
+func TestRemoveCreated(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "b", "c")
+	top, err := MkdirAllNew(dir, 0o755)
+	if err != nil || top != filepath.Join(root, "a") {
+		t.Fatalf("MkdirAllNew: top %q, %v; want %s", top, err, filepath.Join(root, "a"))
 	}
-	// No writer ever comes: the open stops on cancellation.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if _, err := OpenInput(ctx, fifo); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), fifo) {
-		t.Fatalf("OpenInput of a FIFO without a writer: %v", err)
+	if again, err := MkdirAllNew(dir, 0o755); again != "" || err != nil {
+		t.Fatalf("MkdirAllNew of an existing directory: %q %v", again, err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("the cancelled open took %s", d)
+	// Another writer's file in a: a and root stay, b and c go.
+	os.WriteFile(filepath.Join(root, "a", "other"), nil, 0o644)
+	RemoveCreated(dir, top)
+	if _, err := os.Stat(filepath.Join(root, "a", "b")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("b not removed: %v", err)
 	}
-	// With a writer, the FIFO reads like a file.
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		w.WriteString("line 1\nline 2\n")
-		w.Close()
-	}()
-	f, err := OpenInput(context.Background(), fifo)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(filepath.Join(root, "a", "other")); err != nil {
+		t.Fatalf("a non-empty created directory lost its file: %v", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil || string(data) != "line 1\nline 2\n" {
-		t.Fatalf("read %q, %v", data, err)
+	os.Remove(filepath.Join(root, "a", "other"))
+	os.MkdirAll(dir, 0o755)
+	RemoveCreated(dir, top)
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("left %v; want nothing up to and including top", entries)
+	}
+	if _, err := os.Stat(root); err != nil {
+		t.Fatalf("removed past top: %v", err)
 	}
 }

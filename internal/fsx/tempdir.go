@@ -86,3 +86,36 @@ func ReclaimDir(path string, cutoff time.Time) bool {
 	defer unlock()
 	return os.RemoveAll(path) == nil
 }
+
+// MkdirAllNew is os.MkdirAll that also returns the topmost directory it
+// created ("" when dir existed), so that a writer that ends up publishing
+// nothing can remove exactly what it made (RemoveCreated).
+func MkdirAllNew(dir string, perm os.FileMode) (top string, err error) {
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		top = d
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return top, os.MkdirAll(dir, perm)
+}
+
+// RemoveCreated removes dir and then its parents up to top (returned by
+// MkdirAllNew), each only while it is empty: what another writer or the
+// user put there meanwhile stays.
+func RemoveCreated(dir, top string) {
+	if top == "" {
+		return
+	}
+	top = filepath.Clean(top)
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if os.Remove(d) != nil || d == top || filepath.Dir(d) == d {
+			return
+		}
+	}
+}

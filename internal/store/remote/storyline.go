@@ -219,8 +219,12 @@ func uploadNew(ctx context.Context, b objstore.Bucket, key, local string) error 
 }
 
 // putPointer writes a store's pointer object conditionally: absent when
-// prev is nil, else still the version prev pins.
+// prev is nil, else still the version prev pins. Once ctx is done (Ctrl-C,
+// SIGTERM) it publishes nothing.
 func putPointer(ctx context.Context, b objstore.Bucket, key string, data []byte, prev *objstore.ObjectInfo) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %s/%s: not published: %w", b, key, err)
+	}
 	r, size := bytes.NewReader(data), int64(len(data))
 	var err error
 	cp, ok := b.(objstore.ConditionalPutter)

@@ -244,13 +244,14 @@ func lockStore(ctx context.Context, dir string) (unlock func(), err error) {
 }
 
 // removeUnpublished removes what a failed writer leaves in a directory
-// that never became a store: the lock file, and the directory itself when
-// created says the writer made it and it is empty (a directory the user
-// made keeps their files). Nothing is removed while another writer's temp
-// directory or generation is there: that writer is still at work (writers
-// create it before they lock). held is the store lock when the caller
-// holds it; otherwise the lock is taken only if it is free.
-func (s *Store) removeUnpublished(held func(), created bool) {
+// that never became a store: the lock file, and the directories the writer
+// created for it (created, the topmost; see fsx.MkdirAllNew) as far as they
+// are empty, so a directory the user made keeps their files. Nothing is
+// removed while another writer's temp directory or generation is there:
+// that writer is still at work (writers create it before they lock). held
+// is the store lock when the caller holds it; otherwise the lock is taken
+// only if it is free.
+func (s *Store) removeUnpublished(held func(), created string) {
 	if held == nil {
 		unlock, ok, err := fsx.TryLock(filepath.Join(s.dir, lockFile))
 		if err != nil || !ok {
@@ -271,7 +272,5 @@ func (s *Store) removeUnpublished(held func(), created bool) {
 		}
 	}
 	os.Remove(filepath.Join(s.dir, lockFile))
-	if created {
-		os.Remove(s.dir)
-	}
+	fsx.RemoveCreated(s.dir, created)
 }

@@ -1,6 +1,7 @@
 package storyline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,7 @@ type Writer struct {
 	tmp     string
 	release func() // unlocks tmp (fsx.MkdirTempLocked)
 	limit   int64
-	created bool // the store directory did not exist before this Writer
+	created string // the topmost directory this Writer created for the store ("" if none)
 
 	// held is the store lock when the Writer took it up front
 	// (NewGenerationOnCurrent) and keeps it until Commit or Abort.
@@ -108,16 +109,17 @@ func (s *Store) NewGenerationOnCurrent(ctx context.Context, opts ...WriterOption
 }
 
 func (s *Store) newWriter() (*Writer, error) {
-	_, err := os.Stat(s.dir)
-	created := errors.Is(err, fs.ErrNotExist)
-	var tmp string
+	var created, tmp string
 	var release func()
+	var err error
 	// A failed first writer may remove the store directory it created
 	// between this MkdirAll and the MkdirTemp: then create it again.
 	for range 3 {
-		if err = os.MkdirAll(s.dir, 0o755); err != nil {
+		top, err := fsx.MkdirAllNew(s.dir, 0o755)
+		if err != nil {
 			return nil, fmt.Errorf("storyline: new generation: %w", err)
 		}
+		created = cmp.Or(created, top)
 		if tmp, release, err = fsx.MkdirTempLocked(s.dir, tmpPrefix); !errors.Is(err, fs.ErrNotExist) {
 			break
 		}

@@ -217,9 +217,12 @@ func TestFailedFirstWriterLeavesDirAsFound(t *testing.T) {
 	} {
 		for _, how := range []string{"abort", "failed commit", "abort on current"} {
 			t.Run(tc.name+"/"+how, func(t *testing.T) {
-				dir := filepath.Join(t.TempDir(), "dest")
+				parent := t.TempDir()
+				dir := filepath.Join(parent, "dest")
 				if tc.setup != nil {
 					tc.setup(dir)
+				} else {
+					dir = filepath.Join(dir, "a", "b") // created with its parents
 				}
 				s, err := Prepare(dir)
 				if err != nil {
@@ -251,13 +254,13 @@ func TestFailedFirstWriterLeavesDirAsFound(t *testing.T) {
 					}
 					w.Abort()
 				}
-				entries, err := os.ReadDir(dir)
 				if tc.want == nil {
-					if !errors.Is(err, os.ErrNotExist) {
-						t.Fatalf("the directory the writer created is still there: %v %v", entries, err)
+					if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+						t.Fatalf("the directories the writer created are still there: %v", entries)
 					}
 					return
 				}
+				entries, err := os.ReadDir(dir)
 				if err != nil {
 					t.Fatal(err)
 				}

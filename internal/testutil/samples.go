@@ -43,6 +43,17 @@ func SamplesDir(t testing.TB) string {
 	return dir
 }
 
+// Sample reads the sample at rel (slash-separated, e.g. "other/x.json")
+// under the samples directory.
+func Sample(t testing.TB, rel string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(SamplesDir(t), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // SampleFiles lists every trajectory file under the samples directory,
 // relative to it, in path order.
 func SampleFiles(t testing.TB) []string {

@@ -3,9 +3,9 @@ package actf
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,23 +76,11 @@ func inputs(t *testing.T) map[string][]byte {
 	return in
 }
 
-type golden struct {
-	Layout     string             `json:"layout"`
-	Storylines []*model.Storyline `json:"storylines"`
-}
-
+// TestGolden compares the Storylines of the real sample and of the two
+// hand-made streams with testdata/golden/<name>.golden.json.
 func TestGolden(t *testing.T) {
-	for name, data := range inputs(t) {
-		t.Run(name, func(t *testing.T) {
-			sls, layout := normalize(t, name, data)
-			got, err := json.MarshalIndent(golden{Layout: layout, Storylines: sls}, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".json")
-			testutil.Golden(t, path, got)
-		})
-	}
+	testutil.GoldenSamples(t, New(), path.Dir(sampleDraft), path.Base(sampleDraft))
+	testutil.GoldenFixtures(t, New(), "atof01_relay.jsonl", "nat02_exmp01.jsonl")
 }
 
 // TestFigures asserts the figures checked by hand against the sources (see

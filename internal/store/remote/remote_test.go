@@ -347,23 +347,32 @@ func TestConcurrentPublishers(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			want := int64(1)
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					want += 1 << i
-				case !errors.Is(err, remote.ErrLostRace):
-					t.Fatalf("publisher %d: %v, want success or ErrLostRace", i, err)
-				}
-			}
-			if want == 1 {
-				t.Fatal("no publisher succeeded")
-			}
+			want := 1 + winners(t, errs)
 			if runs, _, _ := counts(t, be, prefix); runs != want {
 				t.Fatalf("final generation has %d runs, want %d (results %v)", runs, want, errs)
 			}
 		})
 	}
+}
+
+// winners checks that each concurrent writer i either succeeded or lost
+// the race, and returns the sum of 2^i over those that succeeded (writer i
+// adds 2^i rows, so the total names the winners).
+func winners(t *testing.T, errs []error) int64 {
+	t.Helper()
+	var sum int64
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			sum += 1 << i
+		case !errors.Is(err, remote.ErrLostRace):
+			t.Fatalf("writer %d: %v, want success or ErrLostRace", i, err)
+		}
+	}
+	if sum == 0 {
+		t.Fatal("no writer succeeded")
+	}
+	return sum
 }
 
 // appendRemote is publish without t, for goroutines: stage with the
@@ -423,18 +432,7 @@ func TestConcurrentEventAppends(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			want := int64(1)
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					want += 1 << i
-				case !errors.Is(err, remote.ErrLostRace):
-					t.Fatalf("append %d: %v, want success or ErrLostRace", i, err)
-				}
-			}
-			if want == 1 {
-				t.Fatal("no append succeeded")
-			}
+			want := 1 + winners(t, errs)
 			rev, ok := pinned(t, be, "race/").(catalog.RemoteEventsRevision)
 			if !ok || rev.Manifest.Events != want {
 				t.Fatalf("manifest counts %d events, want %d (results %v)", rev.Manifest.Events, want, errs)

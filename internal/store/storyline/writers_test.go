@@ -68,8 +68,8 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 	errs := make(chan error, writers)
 	want := map[string]int{}
 	for i := range writers {
-		file := fmt.Sprintf("w%d.json", i)
-		want[file] = 1 + i%3
+		file, n := fmt.Sprintf("w%d.json", i), 1+i%3
+		want[file] = n
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -79,7 +79,7 @@ func TestConcurrentAppendsLoseNothing(t *testing.T) {
 				return
 			}
 			var sls []*model.Storyline
-			for j := range want[file] {
+			for j := range n {
 				sls = append(sls, genStoryline(file, fmt.Sprintf("%s-%d", file, j), 2))
 			}
 			errs <- appendFile(ctx, s, file, sls...)

@@ -76,11 +76,18 @@ func inputs(t *testing.T) map[string][]byte {
 	return in
 }
 
-// TestGolden compares the Storylines of the real sample and of the two
-// hand-made streams with testdata/golden/<name>.golden.json.
+// TestGolden compares the Storylines of the real sample and of every
+// hand-made stream in testdata/ with testdata/golden/<name>.golden.json.
 func TestGolden(t *testing.T) {
 	testutil.GoldenSamples(t, New(), path.Dir(sampleDraft), path.Base(sampleDraft))
-	testutil.GoldenFixtures(t, New(), "atof01_relay.jsonl", "nat02_exmp01.jsonl")
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if err != nil || len(fixtures) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for i, f := range fixtures {
+		fixtures[i] = filepath.Base(f)
+	}
+	testutil.GoldenFixtures(t, New(), fixtures...)
 }
 
 // TestFigures asserts the figures checked by hand against the sources (see

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what the tests need
 # (pinned, by this script), vets, and runs every test, including the
-# end-to-end tests that build and run the real binary.
+# end-to-end tests that build and run the real binary, then the race
+# detector over the packages whose code runs concurrently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -10,3 +11,7 @@ source scripts/env.sh
 bash scripts/install-test-servers.sh
 go vet ./...
 go test -count=1 -timeout 45m "$@" ./...
+# Packages under internal/ whose tests also run with -race (docs/testing.md
+# records what it costs): add a package by its directory name.
+race_packages="engine catalog store server generation route"
+go test -race -count=1 -timeout 45m "$@" $(for p in $race_packages; do echo "./internal/$p/..."; done)

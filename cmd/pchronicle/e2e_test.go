@@ -138,36 +138,3 @@ func TestQueryForms(t *testing.T) {
 		t.Fatalf("unknown config key must be named: %d %q", r.code, r.stderr)
 	}
 }
-
-func TestEveryCommandHasHelp(t *testing.T) {
-	r := run(t, "--help")
-	if r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	var cmds []string
-	inCommands := false
-	for _, line := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(line, "Available Commands:") {
-			inCommands = true
-			continue
-		}
-		if inCommands {
-			f := strings.Fields(line)
-			if len(f) == 0 {
-				break
-			}
-			cmds = append(cmds, f[0])
-		}
-	}
-	for _, want := range []string{"inspect", "query", "ls", "stats", "dataset"} {
-		if !strings.Contains(strings.Join(cmds, " "), want) {
-			t.Errorf("command %s missing from help", want)
-		}
-	}
-	for _, c := range cmds {
-		r := run(t, c, "--help")
-		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || len(r.stdout) < 200 {
-			t.Errorf("%s --help: exit %d, %d bytes", c, r.code, len(r.stdout))
-		}
-	}
-}

@@ -80,12 +80,6 @@ func (s *served) rest() string {
 	return s.stderr.all.String()
 }
 
-func snapshotDirs(t *testing.T, tmp string) []string {
-	t.Helper()
-	dirs, _ := filepath.Glob(filepath.Join(tmp, "pchronicle-snapshot-*"))
-	return dirs
-}
-
 // SIGTERM lets a response in flight finish, then the process exits 0 and
 // removes its Snapshot's temp directory.
 func TestServeDrainsOnSIGTERM(t *testing.T) {

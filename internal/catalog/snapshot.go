@@ -198,7 +198,7 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 		snap.Datasets = append(snap.Datasets, ds)
 	}
 	snap.ID = snapshotID(snap)
-	tmp, err := os.MkdirTemp("", "pchronicle-snapshot-"+snap.ID[:8]+"-")
+	tmp, err := newSnapshotTempDir(snap.ID[:8])
 	if err != nil {
 		return nil, err
 	}

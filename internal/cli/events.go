@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
 
@@ -34,26 +39,32 @@ func eventsAppendCmd(e *env) *cobra.Command {
 		Short: "Append canonical JSONL events to a store, all or nothing",
 		Long: `Read canonical event JSONL from FILE (or standard input when FILE is "-" or
 absent) and append it to STORE, creating the store when it does not exist.
+FILE may be a regular file, a FIFO or a process substitution <(cmd).
 
 Every line is decoded strictly against the canonical wire schema and checked
 against the events already stored: event_id must be new and seq must increase
 within each session_id. The first bad line stops the command with an error
 naming the file and line, and nothing from the input becomes visible. A valid
-input becomes visible at once, as one new revision.`,
+input becomes visible at once, as one new revision. Ctrl-C or SIGTERM stops
+the command at once, also while it waits for input, and nothing of the input
+becomes visible (a store the command created is removed again). Appends to one
+store run one after the other; a second one waits for the first.`,
 		Example: `  pchronicle events append ./data/events.lance events.jsonl
-  producer | pchronicle events append ./data/events.lance -`,
+  producer | pchronicle events append ./data/events.lance -
+  pchronicle events append ./data/events.lance <(zcat events.jsonl.gz)`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			in, name := e.stdin, "<stdin>"
 			if len(args) == 2 && args[1] != "-" {
-				f, err := os.Open(args[1])
+				f, err := fsx.OpenInput(ctx, args[1])
 				if err != nil {
 					return err
 				}
 				defer f.Close()
 				in, name = f, args[1]
 			}
-			return runEventsAppend(cmd, e, configPath, args[0], in, name)
+			return runEventsAppend(cmd, e, configPath, args[0], fsx.ContextReader(ctx, in), name)
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for STORE @name)") // [remote STORE]
@@ -73,27 +84,67 @@ func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.R
 		return dest.appendEvents(ctx, e, in, name)
 	}
 	// [/remote STORE]
-	s, err := events.OpenOrCreate(dir)
+	s, tx, undo, err := beginAppend(ctx, dir)
 	if err != nil {
 		return err
 	}
-	tx, err := s.Begin(ctx)
+	r, err := func() (*events.Revision, error) {
+		if err := tx.ReadFrom(ctx, in, format.Source{Path: name}); err != nil {
+			tx.Abort()
+			return nil, err
+		}
+		return tx.Commit(ctx)
+	}()
 	if err != nil {
-		return err
-	}
-	if err := tx.ReadFrom(ctx, in, format.Source{Path: name}); err != nil {
-		tx.Abort()
+		undo()
 		return fmt.Errorf("nothing appended: %w", err)
 	}
-	n := tx.Len()
-	r, err := tx.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("nothing appended: %w", err)
-	}
-	fmt.Fprintf(e.stderr, "appended %d events to %s (revision %d, %d events in total)\n", n, s.Dir(), r.Revision, r.Events)
+	fmt.Fprintf(e.stderr, "appended %d events to %s (revision %d, %d events in total)\n", tx.Len(), s.Dir(), r.Revision, r.Events)
 	return nil
 }
 
+// beginAppend opens the events store at dir, creating it when it does not
+// exist, and begins an append, waiting for other writers until ctx is done.
+// A store that a failed append of another process removed while this one
+// waited for its lock is created again. undo, for when nothing gets
+// appended, removes what this call created (the store while it is still
+// empty, and the directories made for it), leaving dir as it was.
+func beginAppend(ctx context.Context, dir string) (s *events.Store, tx *events.Tx, undo func(), err error) {
+	var created bool
+	var parents string // the topmost parent directory created for the store
+	undo = func() {
+		if created {
+			if removed, _ := s.RemoveEmpty(); removed {
+				fsx.RemoveCreated(filepath.Dir(s.Dir()), parents)
+			}
+		}
+	}
+	for range 3 {
+		if s, err = events.Open(dir); errors.Is(err, events.ErrNotStore) {
+			var top string
+			if top, err = fsx.MkdirAllNew(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+				return nil, nil, nil, err
+			}
+			parents = cmp.Or(parents, top)
+			if s, err = events.Create(dir); err == nil {
+				created = true
+			} else if errors.Is(err, fs.ErrExist) { // another process created it first
+				s, err = events.Open(dir)
+			}
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if tx, err = s.Begin(ctx); !errors.Is(err, events.ErrNotStore) {
+			break
+		}
+	}
+	if err != nil {
+		undo()
+		return nil, nil, nil, err
+	}
+	return s, tx, undo, nil
+}
 func eventsCompactCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compact STORE",
@@ -141,7 +192,7 @@ older revision pinned for longer than the retention.`,
 			if err != nil {
 				return err
 			}
-			removed, err := s.GC(retention)
+			removed, err := s.GC(cmd.Context(), retention)
 			for _, p := range removed {
 				fmt.Fprintln(e.stdout, p)
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/export"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -68,19 +70,9 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 		if err := sel.checkSource(snap); err != nil {
 			return err
 		}
-		w, closeOut, err := openExport(e.stdout, as, out)
+		n, err := writeExport(cmd.Context(), e, snap, sel, as, out)
 		if err != nil {
 			return err
-		}
-		n, err := exportSnapshot(cmd.Context(), e.stderr, snap, sel, w)
-		if cerr := closeOut(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 && (sel.source != "" || len(sel.sessions) > 0 || sel.run != "") {
-			return fmt.Errorf("no Storyline matched the selection")
 		}
 		fmt.Fprintf(e.stderr, "exported %d Storylines as %s\n", n, as)
 		return nil
@@ -88,32 +80,44 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 	return cmd
 }
 
-// openExport returns the writer and a function that closes it and the
-// output file.
-func openExport(stdout io.Writer, as, out string) (export.Writer, func() error, error) {
-	if out == "" || as == export.ATIF {
-		w, err := export.New(as, stdout, out)
+// writeExport exports the selection to stdout, to the directory out (--as
+// atif), or to the file out, which is replaced atomically once the export
+// is complete: a failed or interrupted export leaves an existing file as it
+// was and no partial one. It returns the number of Storylines written.
+func writeExport(ctx context.Context, e *env, snap *catalog.Snapshot, sel selection, as, out string) (n int, err error) {
+	run := func(dst io.Writer, dir string) error {
+		w, err := export.New(as, dst, dir)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		return w, w.Close, nil
-	}
-	file, err := os.Create(out)
-	if err != nil {
-		return nil, nil, err
-	}
-	w, err := export.New(as, file, "")
-	if err != nil {
-		file.Close()
-		return nil, nil, err
-	}
-	return w, func() error {
-		err := w.Close()
-		if cerr := file.Close(); err == nil {
+		n, err = exportSnapshot(ctx, e.stderr, snap, sel, w)
+		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
+		if err == nil && n == 0 && (sel.source != "" || len(sel.sessions) > 0 || sel.run != "") {
+			err = errors.New("no Storyline matched the selection")
+		}
+		if err == nil {
+			err = ctx.Err() // an interrupted export publishes nothing
+		}
 		return err
-	}, nil
+	}
+	if out == "" || as == export.ATIF {
+		return n, run(e.stdout, out)
+	}
+	if fi, err := os.Stat(out); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// A device or FIFO (--out /dev/stdout, >(gzip)) cannot be replaced.
+		f, err := os.OpenFile(out, os.O_WRONLY, 0)
+		if err != nil {
+			return 0, err
+		}
+		err = run(f, "")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return n, err
+	}
+	return n, fsx.WriteAtomic(out, 0o644, func(w io.Writer) error { return run(w, "") })
 }
 
 // exportSnapshot writes every selected Storyline and returns how many.

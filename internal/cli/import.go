@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 
@@ -98,7 +97,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		return err
 	}
 	var failures []error
-	inputs, err := importInputs(args, func(err error) error {
+	inputs, err := importInputs(ctx, args, func(err error) error {
 		if o.errors == errorsStrict {
 			return err
 		}
@@ -125,16 +124,25 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		return err
 	}
 	// [/remote --to]
-	existed := storyline.IsStore(st.Dir())
-	w, err := st.NewGeneration()
+	// An append builds on the current generation: it holds the store lock
+	// from reading it to publishing, so concurrent appends run one after the
+	// other and none drops another's rows. A replace needs the lock only to
+	// publish (the last one wins, as if they had run in turn).
+	var w *storyline.Writer
+	var prev *storyline.Generation
+	if o.mode == importAppend {
+		w, prev, err = st.NewGenerationOnCurrent(ctx)
+	} else {
+		w, err = st.NewGeneration()
+	}
 	if err != nil {
 		return err
 	}
-	g, results, err := buildGeneration(ctx, e, o, st, w, inputs)
+	g, results, err := buildGeneration(ctx, e, o, w, prev, inputs)
 	if err != nil {
-		w.Abort()
-		if !existed && !storyline.IsStore(st.Dir()) {
-			os.RemoveAll(st.Dir()) // nothing published: leave no empty store behind
+		w.Abort() // publishes nothing; a DEST this import created is removed
+		if ctx.Err() != nil {
+			return fmt.Errorf("import interrupted, nothing published: %w", err)
 		}
 		return err
 	}
@@ -168,7 +176,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 
 // importInputs lists the files of every SRC with their _file_ values.
 // fail decides whether a SRC that cannot be listed stops the import.
-func importInputs(args []string, fail func(error) error) ([]importInput, error) {
+func importInputs(ctx context.Context, args []string, fail func(error) error) ([]importInput, error) {
 	var inputs []importInput
 	owner := map[string]string{}
 	for _, arg := range args {
@@ -176,7 +184,7 @@ func importInputs(args []string, fail func(error) error) ([]importInput, error) 
 		if err != nil {
 			return nil, err
 		}
-		files, err := catalog.PeripheralFiles(context.Background(), arg)
+		files, err := catalog.PeripheralFiles(ctx, arg)
 		if err != nil {
 			if err := fail(err); err != nil {
 				return nil, err
@@ -202,19 +210,13 @@ func importInputs(args []string, fail func(error) error) ([]importInput, error) 
 	return inputs, nil
 }
 
-// buildGeneration normalizes the inputs in parallel into w and commits it.
-// In strict mode the first failure cancels the rest and is returned; in
-// report mode a failed input's rows are discarded and its error kept in
-// its result.
-func buildGeneration(ctx context.Context, e *env, o *importOptions, st *storyline.Store, w *storyline.Writer,
+// buildGeneration normalizes the inputs in parallel into w and commits it,
+// with the rows of prev that the inputs do not replace (append mode; nil
+// otherwise). In strict mode the first failure cancels the rest and is
+// returned; in report mode a failed input's rows are discarded and its
+// error kept in its result.
+func buildGeneration(ctx context.Context, e *env, o *importOptions, w *storyline.Writer, prev *storyline.Generation,
 	inputs []importInput) (*storyline.Generation, []importResult, error) {
-	var prev *storyline.Generation
-	if o.mode == importAppend && storyline.IsStore(st.Dir()) {
-		var err error
-		if prev, err = st.Pin(); err != nil {
-			return nil, nil, err
-		}
-	}
 	var total int64
 	for _, in := range inputs {
 		total += in.size
@@ -225,6 +227,9 @@ func buildGeneration(ctx context.Context, e *env, o *importOptions, st *storylin
 	eg.SetLimit(max(1, o.jobs))
 	opts := ingest.Options{MaxDetectionBytes: o.detection}
 	for i, in := range inputs {
+		if gctx.Err() != nil {
+			break // cancelled, or a strict failure: start no more inputs
+		}
 		eg.Go(func() error {
 			results[i] = importOne(gctx, w, in, opts)
 			bar.add(in.size)

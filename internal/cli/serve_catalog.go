@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -36,8 +37,8 @@ replaces the file atomically; a failed write leaves the previous file as it was.
 // editCatalog applies edit to the config at path and saves it, holding the
 // config's lock so that concurrent edits cannot lose one another. An edit
 // that returns changed == false writes nothing.
-func editCatalog(path string, edit func(c *directory.Config) (changed bool, err error)) error {
-	unlock, err := directory.LockFile(path)
+func editCatalog(ctx context.Context, path string, edit func(c *directory.Config) (changed bool, err error)) error {
+	unlock, err := directory.LockFile(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func catalogDatasetCommand(e *env, path *string) *cobra.Command {
 				}
 				d.URI = local
 			}
-			err := editCatalog(*path, func(c *directory.Config) (bool, error) {
+			err := editCatalog(cmd.Context(), *path, func(c *directory.Config) (bool, error) {
 				if _, exists := c.Datasets[name]; exists {
 					return false, fmt.Errorf("dataset %q is already registered; remove it first to change it", name)
 				}
@@ -117,7 +118,7 @@ func catalogDatasetCommand(e *env, path *string) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var dropped int
-			err := editCatalog(*path, func(c *directory.Config) (bool, error) {
+			err := editCatalog(cmd.Context(), *path, func(c *directory.Config) (bool, error) {
 				for _, name := range args {
 					if _, ok := c.Datasets[name]; !ok {
 						return false, fmt.Errorf("no dataset %q in %s", name, *path)
@@ -217,7 +218,7 @@ func catalogIssueCommand(e *env, path *string) *cobra.Command {
 				return err
 			}
 			ak, sk := directory.NewUserKeys()
-			err := editCatalog(*path, func(c *directory.Config) (bool, error) {
+			err := editCatalog(cmd.Context(), *path, func(c *directory.Config) (bool, error) {
 				_, exists := c.Users[name]
 				switch {
 				case exists && !rotate:
@@ -261,7 +262,7 @@ func catalogGrantCommand(e *env, path *string, isGrant bool) *cobra.Command {
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var notes []string
-			err := editCatalog(*path, func(c *directory.Config) (bool, error) {
+			err := editCatalog(cmd.Context(), *path, func(c *directory.Config) (bool, error) {
 				users := []string{args[0]}
 				if args[0] == directory.Public {
 					users = slices.Sorted(maps.Keys(c.Users))

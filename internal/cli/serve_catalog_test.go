@@ -238,14 +238,6 @@ func TestDirectoryPinIsNeverShown(t *testing.T) {
 	}
 }
 
-// TestCatalogSubtreeDocumented: every command and flag of `serve catalog` is
-// in docs/ (the root's docs test covers it once serve registers it).
-func TestCatalogSubtreeDocumented(t *testing.T) {
-	root := &cobra.Command{Use: "pchronicle"}
-	addServeCatalog(root, &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
-	checkDocumented(t, root)
-}
-
 func loadCatalog(t *testing.T, path string) *directory.Config {
 	t.Helper()
 	c, err := directory.Load(path)

@@ -10,6 +10,7 @@ package directory
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -387,11 +388,11 @@ func (c *Config) Encode() ([]byte, error) {
 
 // LockFile is the lock a management command holds while it reads, edits and
 // writes path, so that two concurrent edits cannot lose one another.
-func LockFile(path string) (unlock func(), err error) {
+func LockFile(ctx context.Context, path string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	return fsx.Lock(path + ".lock")
+	return fsx.Lock(ctx, path+".lock")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -3,28 +3,37 @@
 package fsx
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"syscall"
 )
 
-// Lock takes an exclusive lock on path (created if missing), blocking until
-// it is free. It is an flock(2), so the kernel releases it when the holder
-// dies: a crash never leaves a store locked. Readers never lock.
-func Lock(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
+// openLockFile opens (creating) a lock file without following a symbolic
+// link, so a lock in a shared directory cannot be pointed at another file.
+func openLockFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+}
+
+// tryLockFile takes an exclusive flock(2) on f without blocking.
+func tryLockFile(f *os.File) (bool, error) {
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		default:
+			return false, err
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil // closing the descriptor releases the lock
+}
+
+// ownedByUs reports whether fi belongs to the current user: temp
+// directories of other users are never reclaimed.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,9 +47,17 @@ func FuzzDetectAndNormalize(f *testing.F) {
 		p := format.NewProbe(name, data, false)
 		det, err := Detect(p)
 		if err != nil {
+			return // no adapter claims the input: nothing to normalize
+		}
+		err = det.Adapter.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, det.Layout,
+			func(sl *model.Storyline) error { return nil })
+		if err == nil {
 			return
 		}
-		_ = det.Adapter.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, det.Layout,
-			func(sl *model.Storyline) error { return nil })
+		// The user sees this error: it must say which file (and where in it).
+		pe, located := errors.AsType[*format.ParseError](err)
+		if !located || pe.Path != name {
+			t.Fatalf("%s/%s: error does not locate the failure in %q: %v", det.Adapter.Name(), det.Layout, name, err)
+		}
 	})
 }

@@ -3,9 +3,9 @@ package actf
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,23 +77,18 @@ func inputs(t *testing.T) map[string][]byte {
 	return in
 }
 
-type golden struct {
-	Layout     string             `json:"layout"`
-	Storylines []*model.Storyline `json:"storylines"`
-}
-
+// TestGolden compares the Storylines of the real sample and of every
+// hand-made stream in testdata/ with testdata/golden/<name>.golden.json.
 func TestGolden(t *testing.T) {
-	for name, data := range inputs(t) {
-		t.Run(name, func(t *testing.T) {
-			sls, layout := normalize(t, name, data)
-			got, err := json.MarshalIndent(golden{Layout: layout, Storylines: sls}, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".json")
-			testutil.Golden(t, path, got)
-		})
+	testutil.GoldenSamples(t, New(), path.Dir(sampleDraft), path.Base(sampleDraft))
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if err != nil || len(fixtures) == 0 {
+		t.Fatalf("no fixtures: %v", err)
 	}
+	for i, f := range fixtures {
+		fixtures[i] = filepath.Base(f)
+	}
+	testutil.GoldenFixtures(t, New(), fixtures...)
 }
 
 // TestFigures asserts the figures checked by hand against the sources (see

@@ -3,10 +3,8 @@ package atif
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -57,22 +55,6 @@ func normalizeFile(t testing.TB, path, rel string) (string, []*model.Storyline) 
 	return layout, out
 }
 
-func TestGolden(t *testing.T) {
-	dir := samplesDir(t)
-	for _, rel := range sampleFiles {
-		t.Run(rel, func(t *testing.T) {
-			_, sls := normalizeFile(t, filepath.Join(dir, rel), rel)
-			got := make([]testutil.GoldenStoryline, len(sls))
-			for i, sl := range sls {
-				got[i] = testutil.NewGoldenStoryline(sl)
-			}
-			data, err := json.MarshalIndent(got, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			data = append(data, '\n')
-			golden := filepath.Join("testdata", "golden", strings.ReplaceAll(rel, "/", "__")+".golden.json")
-			testutil.Golden(t, golden, data)
-		})
-	}
-}
+// TestGolden compares each sample's Storylines with
+// testdata/golden/<sample path without extension>.golden.json.
+func TestGolden(t *testing.T) { testutil.GoldenSamples(t, New(), "atif", sampleFiles...) }

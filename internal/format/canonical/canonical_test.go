@@ -40,14 +40,7 @@ func normalize(t testing.TB, data []byte) []*model.Storyline {
 	return out
 }
 
-func TestGolden(t *testing.T) {
-	got, err := json.MarshalIndent(normalize(t, readSample(t)), "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", "golden", strings.TrimSuffix(sampleFile, ".jsonl")+".json")
-	testutil.Golden(t, path, got)
-}
+func TestGolden(t *testing.T) { testutil.GoldenFixtures(t, New(), sampleFile) }
 
 // TestFigures asserts the figures counted by hand in testdata/two_sessions.jsonl.
 func TestFigures(t *testing.T) {

@@ -6,7 +6,8 @@
 // Writers append a new immutable part file and then replace only the leaf's
 // manifest atomically; ancestors are never rewritten, so branch totals are
 // rolled up on read. A part file the manifest does not list (a crash
-// between the two steps) is invisible. One writer per leaf at a time.
+// between the two steps) is invisible. Writers of one leaf serialize on a
+// lock file beside the manifest, so none loses another's part.
 package compact
 
 import (
@@ -30,6 +31,11 @@ import (
 
 // ManifestFile is the sidecar that makes a directory a compact source.
 const ManifestFile = "chronicle.manifest"
+
+// lockFile serializes the writers of one directory's sidecar (fsx.Lock).
+// Readers never take it and discovery never looks at it: only files the
+// manifest lists are read.
+const lockFile = ".chronicle.lock"
 
 // Kinds and the one leaf format.
 const (
@@ -133,20 +139,45 @@ func CreateLeaf(dir string) error { return create(dir, &Manifest{Kind: KindLeaf,
 func CreateBranch(dir string) error { return create(dir, &Manifest{Kind: KindBranch}) }
 
 func create(dir string, m *Manifest) error {
-	if IsCompact(dir) {
-		return fmt.Errorf("compact: %s: %w", filepath.Join(dir, ManifestFile), os.ErrExist)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
+	unlock, err := lock(context.Background(), dir) // held only by short critical sections
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if IsCompact(dir) {
+		return fmt.Errorf("compact: %s: %w", filepath.Join(dir, ManifestFile), os.ErrExist)
+	}
 	return writeManifest(dir, m)
+}
+
+// lock takes the writer lock of dir's sidecar, waiting until ctx is done.
+func lock(ctx context.Context, dir string) (unlock func(), err error) {
+	unlock, err = fsx.Lock(ctx, filepath.Join(dir, lockFile))
+	if err != nil {
+		return nil, fmt.Errorf("compact: %w", err)
+	}
+	return unlock, nil
 }
 
 // Append writes events as a new part file of the leaf at dir, then
 // replaces the leaf's manifest. Each event is checked against the canonical
 // wire schema first; an invalid event fails the append with nothing
-// written.
+// written. Concurrent appends to one leaf run one after the other (the
+// leaf's manifest is read under its lock), and once ctx is done nothing is
+// published.
 func Append(ctx context.Context, dir string, events []model.Event) error {
+	if !IsCompact(dir) {
+		_, err := ReadManifest(dir) // the error names the missing sidecar
+		return err
+	}
+	unlock, err := lock(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return err
@@ -179,6 +210,9 @@ func Append(ctx context.Context, dir string, events []model.Event) error {
 	}
 	m.Files = append(m.Files, part)
 	m.RecordCount += part.Records
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("compact: not published: %w", err)
+	}
 	if err := writeManifest(dir, m); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

@@ -40,7 +40,7 @@ type Tx struct {
 // from the stored events: a new event_id, and a seq above the session's
 // stored and already added ones.
 func (s *Store) Begin(ctx context.Context) (*Tx, error) {
-	unlock, err := s.lock()
+	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (tx *Tx) Commit(ctx context.Context) (*Revision, error) {
 	m.Segments = append(append([]Segment{}, tx.base.Segments...), tx.segs...)
 	m.Events += tx.added
 	m.CreatedAt = time.Now().UTC()
-	if err := tx.s.commit(&m); err != nil {
+	if err := tx.s.commit(ctx, &m); err != nil {
 		tx.s.cleanupUnpublished(tx.rev, tx.removeSegments)
 		return nil, err
 	}
@@ -168,8 +168,9 @@ func (tx *Tx) Commit(ctx context.Context) (*Revision, error) {
 	return &Revision{Dir: tx.s.dir, Manifest: m}, nil
 }
 
-// commit makes new segment files durable by name, then publishes m.
-func (s *Store) commit(m *Manifest) error {
+// commit makes new segment files durable by name, then publishes m unless
+// ctx is done: after Ctrl-C or SIGTERM nothing is published any more.
+func (s *Store) commit(ctx context.Context, m *Manifest) error {
 	segDir := filepath.Join(s.dir, segmentsDir)
 	if err := fsx.Check(segDir, fsx.FailDir); err != nil {
 		return err
@@ -179,6 +180,9 @@ func (s *Store) commit(m *Manifest) error {
 	}
 	if err := m.validate(); err != nil {
 		return fmt.Errorf("events: refusing to publish an inconsistent manifest: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("events: not published: %w", err)
 	}
 	return s.publish(m)
 }

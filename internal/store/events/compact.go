@@ -21,7 +21,7 @@ const smallSegmentBytes = 64 << 20
 // small segments there is nothing to do and the current revision is
 // returned.
 func (s *Store) Compact(ctx context.Context) (*Revision, error) {
-	unlock, err := s.lock()
+	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (s *Store) Compact(ctx context.Context) (*Revision, error) {
 	m.Segments = append(keep, written...)
 	m.CreatedAt = time.Now().UTC()
 	retire(base, merge)
-	if err := s.commit(&m); err != nil {
+	if err := s.commit(ctx, &m); err != nil {
 		s.cleanupUnpublished(rev, func() { s.removeFiles(written) })
 		return nil, err
 	}
@@ -112,8 +112,8 @@ func (s *Store) removeFiles(segs []Segment) {
 // ago, plus leftover temporary manifests as old. Readers must not keep a
 // revision pinned for longer than retention. It returns the removed paths,
 // relative to the store.
-func (s *Store) GC(retention time.Duration) ([]string, error) {
-	unlock, err := s.lock()
+func (s *Store) GC(ctx context.Context, retention time.Duration) ([]string, error) {
+	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +134,9 @@ func (s *Store) GC(retention time.Duration) ([]string, error) {
 			return removed, err
 		}
 		for _, de := range entries {
+			if err := ctx.Err(); err != nil {
+				return removed, err
+			}
 			rel := filepath.ToSlash(filepath.Join(dir, de.Name()))
 			if de.IsDir() || live[rel] || !collectable(dir, de.Name()) {
 				continue

@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 var errCrash = errors.New("crash")
 
-// failurePoints runs op once and records every failure point it passes.
-func failurePoints(t *testing.T, op func(s *Store) error, setup func(s *Store)) []string {
+// failurePoints runs op once and records every failure point it passes,
+// and the events a fresh reader sees after it: the exact new state.
+func failurePoints(t *testing.T, op func(s *Store) error, setup func(s *Store)) ([]string, []model.Event) {
 	t.Helper()
 	s := newStore(t)
 	setup(s)
@@ -27,14 +29,15 @@ func failurePoints(t *testing.T, op func(s *Store) error, setup func(s *Store)) 
 	if err := op(s); err != nil {
 		t.Fatal(err)
 	}
-	return points
+	_, after := readAll(t, s.Dir())
+	return points, after
 }
 
 // testCrashes injects a failure at each failure point of op in turn and
-// checks that a fresh reader sees either the state before op or after it,
-// complete, and that the store keeps working.
+// checks that a fresh reader sees exactly the state before op or exactly
+// the state after it, and that the store keeps working.
 func testCrashes(t *testing.T, setup func(s *Store), op func(s *Store) error) {
-	points := failurePoints(t, op, setup)
+	points, wantAfter := failurePoints(t, op, setup)
 	if len(points) < 5 {
 		t.Fatalf("only %d failure points: %v", len(points), points)
 	}
@@ -63,8 +66,8 @@ func testCrashes(t *testing.T, setup func(s *Store), op func(s *Store) error) {
 					t.Fatal("op reported success but published nothing")
 				}
 			case after.Revision == before.Revision+1:
-				if int64(len(got)) < before.Events {
-					t.Fatal("new revision lost events")
+				if !equalEvents(got, wantAfter) {
+					t.Fatalf("new revision holds %d events, not exactly the %d of the completed operation", len(got), len(wantAfter))
 				}
 			default:
 				t.Fatalf("revision jumped from %d to %d", before.Revision, after.Revision)

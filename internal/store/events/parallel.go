@@ -62,22 +62,27 @@ type rawLine struct {
 
 // ReadFrom adds the canonical JSONL stream r, decoding each line strictly.
 // The first bad line stops it with a *format.ParseError naming src.Path and
-// the line; errors adding valid events (I/O) are returned unchanged.
+// the line; a failed or interrupted read of r is returned naming src.Path;
+// errors adding valid events (I/O) are returned unchanged.
 func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) error {
 	if tx.done {
 		return ErrTxDone
 	}
 	batch := make([]rawLine, 0, lineBatch)
+	var addErr error
 	err := format.EachLine(ctx, r, func(no int64, text []byte) error {
 		batch = append(batch, rawLine{no, bytes.Clone(text)})
 		if len(batch) < lineBatch {
 			return nil
 		}
-		err := tx.addLines(ctx, src, batch)
+		addErr = tx.addLines(ctx, src, batch)
 		batch = batch[:0]
-		return err
+		return addErr
 	})
 	if err != nil {
+		if addErr == nil {
+			err = fmt.Errorf("%s: %w", src.Path, err)
+		}
 		return err
 	}
 	return tx.addLines(ctx, src, batch)

@@ -12,6 +12,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,7 +69,7 @@ func Create(dir string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: abs}
-	unlock, err := s.lock()
+	unlock, err := s.lock(context.Background()) // held only by short critical sections
 	if err != nil {
 		return nil, err
 	}
@@ -158,5 +159,54 @@ func (r *Revision) Paths() []string {
 	return paths
 }
 
-// lock takes the store's writer lock (fsx.Lock on _lock).
-func (s *Store) lock() (unlock func(), err error) { return fsx.Lock(filepath.Join(s.dir, lockName)) }
+// lock takes the store's writer lock (fsx.Lock on _lock), waiting for the
+// current holder until ctx is done. A store removed meanwhile (RemoveEmpty)
+// gives an error matching ErrNotStore.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	unlock, err = fsx.Lock(ctx, filepath.Join(s.dir, lockName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (removed while waiting for its lock): %w", s.dir, ErrNotStore, err)
+	}
+	return unlock, err
+}
+
+// RemoveEmpty removes the store if it holds no events and nobody is
+// writing to it: revision 0, no segments, and nothing in the directory but
+// what Create made. It is how a command that created the store and then
+// appended nothing (a bad line, Ctrl-C) leaves the directory as it found
+// it. It reports whether the store was removed; a store in use or holding
+// anything else is left alone.
+func (s *Store) RemoveEmpty() (bool, error) {
+	unlock, ok, err := fsx.TryLock(filepath.Join(s.dir, lockName))
+	if err != nil || !ok {
+		return false, err
+	}
+	defer unlock()
+	r, err := s.Pin()
+	if err != nil {
+		return false, err
+	}
+	if r.Revision != 0 || len(r.Segments) != 0 {
+		return false, nil
+	}
+	created := map[string]bool{ManifestName: true, lockName: true, segmentsDir: true}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if !created[e.Name()] {
+			return false, nil
+		}
+	}
+	if segs, err := os.ReadDir(filepath.Join(s.dir, segmentsDir)); err != nil || len(segs) > 0 {
+		return false, err
+	}
+	// The manifest goes first: from then on the directory is no store.
+	if err := os.Remove(filepath.Join(s.dir, ManifestName)); err != nil {
+		return false, err
+	}
+	os.Remove(filepath.Join(s.dir, segmentsDir))
+	os.Remove(filepath.Join(s.dir, lockName))
+	return true, os.Remove(s.dir)
+}

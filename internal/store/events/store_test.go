@@ -166,10 +166,10 @@ func TestCompactKeepsFacts(t *testing.T) {
 	if err := before.Scan(ctx, nil, func(*model.Event) error { n++; return nil }); err != nil || int64(n) != before.Events {
 		t.Fatalf("old revision after compaction: %d events, %v", n, err)
 	}
-	if removed, err := s.GC(time.Hour); err != nil || len(removed) != 0 {
+	if removed, err := s.GC(context.Background(), time.Hour); err != nil || len(removed) != 0 {
 		t.Fatalf("GC within retention removed %v, %v", removed, err)
 	}
-	removed, err := s.GC(-time.Second)
+	removed, err := s.GC(context.Background(), -time.Second)
 	if err != nil || len(removed) != 5 {
 		t.Fatalf("GC removed %v, %v", removed, err)
 	}

@@ -93,12 +93,13 @@ func Rebuild(ctx context.Context, eventsDir string) (*Result, error) {
 	return update(ctx, eventsDir, false)
 }
 
+// update holds the projection store's writer lock from before it pins the
+// events store until it publishes: concurrent builds of one projection run
+// one after the other, so each starts from the previous one's generation
+// (often finding it fresh) and a build never replaces a projection of a
+// newer events revision with one of an older revision.
 func update(ctx context.Context, eventsDir string, incremental bool) (*Result, error) {
 	es, err := events.Open(eventsDir)
-	if err != nil {
-		return nil, err
-	}
-	rev, err := es.Pin()
 	if err != nil {
 		return nil, err
 	}
@@ -110,17 +111,23 @@ func update(ctx context.Context, eventsDir string, incremental bool) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	prev, err := ss.Pin()
+	w, prev, err := ss.NewGenerationOnCurrent(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if prev == nil { // removed since OpenOrCreate
+		w.Abort()
+		return nil, fmt.Errorf("projection %s: %w", ss.Dir(), storyline.ErrNotStore)
+	}
+	rev, err := es.Pin()
+	if err != nil {
+		w.Abort()
 		return nil, err
 	}
 	res := &Result{Revision: rev, Generation: prev, Mode: ModeFresh}
 	if incremental && Fresh(prev, uri, rev) {
+		w.Abort()
 		return res, nil
-	}
-	w, err := ss.NewGeneration()
-	if err != nil {
-		return nil, err
 	}
 	if err := res.fill(ctx, w, prev, uri, incremental); err != nil {
 		w.Abort()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
@@ -318,6 +319,124 @@ func TestAppendEventsLostRace(t *testing.T) {
 			rc.Close()
 			if !bytes.Contains(data, []byte(`"events": 2`)) || !bytes.Contains(data, []byte(`"revision": 2`)) {
 				t.Fatalf("manifest after the race is not the winner's:\n%s", data)
+			}
+		})
+	}
+}
+
+// Concurrent publishers to one prefix, each in append mode on what it
+// staged: every one either succeeds or fails with ErrLostRace, and the
+// final generation holds exactly the initial rows plus the rows of every
+// publisher that succeeded (publisher i adds 2^i runs, so the total tells
+// which ones are in it).
+func TestConcurrentPublishers(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			const prefix = "race/store"
+			if _, err := publish(t, be.bucket, prefix, false, "init.json", 1); err != nil {
+				t.Fatal(err)
+			}
+			const writers = 4
+			errs := make([]error, writers)
+			var wg sync.WaitGroup
+			for i := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = appendRemote(ctx, be.bucket, prefix, t.TempDir(), fmt.Sprintf("w%d.json", i), 1<<i)
+				}()
+			}
+			wg.Wait()
+			want := 1 + winners(t, errs)
+			if runs, _, _ := counts(t, be, prefix); runs != want {
+				t.Fatalf("final generation has %d runs, want %d (results %v)", runs, want, errs)
+			}
+		})
+	}
+}
+
+// winners checks that each concurrent writer i either succeeded or lost
+// the race, and returns the sum of 2^i over those that succeeded (writer i
+// adds 2^i rows, so the total names the winners).
+func winners(t *testing.T, errs []error) int64 {
+	t.Helper()
+	var sum int64
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			sum += 1 << i
+		case !errors.Is(err, remote.ErrLostRace):
+			t.Fatalf("writer %d: %v, want success or ErrLostRace", i, err)
+		}
+	}
+	if sum == 0 {
+		t.Fatal("no writer succeeded")
+	}
+	return sum
+}
+
+// appendRemote is publish without t, for goroutines: stage with the
+// remote current generation, keep its rows, add n runs of file, publish.
+func appendRemote(ctx context.Context, b objstore.Bucket, prefix, dir, file string, n int) error {
+	s, err := remote.StageStoryline(ctx, b, prefix, dir, true)
+	if err != nil {
+		return err
+	}
+	w, base, err := s.Store.NewGenerationOnCurrent(ctx)
+	if err != nil {
+		return err
+	}
+	if base != nil {
+		if err := w.CopyFrom(ctx, base, func(string, string) bool { return true }); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	for _, sl := range storylines(file, n) {
+		if err := w.Add(sl); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	g, err := w.Commit(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return remote.PublishStoryline(ctx, b, prefix, g, s.Current)
+}
+
+// Concurrent event appends to one prefix: each succeeds or fails with
+// ErrLostRace, and the manifest counts exactly the initial events plus
+// those of every append that succeeded (append i adds 2^i events).
+func TestConcurrentEventAppends(t *testing.T) {
+	ctx := context.Background()
+	src := format.Source{Path: "events.jsonl"}
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			const prefix = "race/events.lance"
+			if _, err := remote.AppendEvents(ctx, be.bucket, prefix, strings.NewReader(eventLine("init", "s", 0)), src); err != nil {
+				t.Fatal(err)
+			}
+			const writers = 4
+			errs := make([]error, writers)
+			var wg sync.WaitGroup
+			for i := range writers {
+				var in strings.Builder
+				for j := range 1 << i {
+					in.WriteString(eventLine(fmt.Sprintf("w%d-%d", i, j), fmt.Sprintf("w%d", i), j))
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = remote.AppendEvents(ctx, be.bucket, prefix, strings.NewReader(in.String()), src)
+				}()
+			}
+			wg.Wait()
+			want := 1 + winners(t, errs)
+			rev, ok := pinned(t, be, "race/").(catalog.RemoteEventsRevision)
+			if !ok || rev.Manifest.Events != want {
+				t.Fatalf("manifest counts %d events, want %d (results %v)", rev.Manifest.Events, want, errs)
 			}
 		})
 	}

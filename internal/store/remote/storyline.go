@@ -24,13 +24,15 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/store"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
 // ErrLostRace is matched by the error of a publication whose pointer
 // (CURRENT or _manifest.json) another writer replaced after this one read
-// it: nothing of the losing publication is visible.
-var ErrLostRace = errors.New("another writer published first")
+// it: nothing of the losing publication is visible. It is
+// store.ErrLostRace, which local writers return too.
+var ErrLostRace = store.ErrLostRace
 
 // maxPointerBytes bounds reads of CURRENT and manifests: small documents.
 const maxPointerBytes = 64 << 20
@@ -217,8 +219,12 @@ func uploadNew(ctx context.Context, b objstore.Bucket, key, local string) error 
 }
 
 // putPointer writes a store's pointer object conditionally: absent when
-// prev is nil, else still the version prev pins.
+// prev is nil, else still the version prev pins. Once ctx is done (Ctrl-C,
+// SIGTERM) it publishes nothing.
 func putPointer(ctx context.Context, b objstore.Bucket, key string, data []byte, prev *objstore.ObjectInfo) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %s/%s: not published: %w", b, key, err)
+	}
 	r, size := bytes.NewReader(data), int64(len(data))
 	var err error
 	cp, ok := b.(objstore.ConditionalPutter)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pchronicle/pchronicle/internal/fsx"
 )
 
 // DefaultRetention is how long GC keeps a generation after it stopped being
@@ -19,14 +21,14 @@ const DefaultRetention = 24 * time.Hour
 
 // GC removes generations that CURRENT does not name and that stopped being
 // current more than retention ago, and temporary directories of writers
-// that have not changed for as long (abandoned by a crash). It holds the
-// writer lock, so it never races a publication. It returns the removed
-// directory names in order.
+// that have not changed for as long and whose writer is gone (abandoned by
+// a crash or a kill). It holds the writer lock, so it never races a
+// publication. It returns the removed directory names in order.
 func (s *Store) GC(ctx context.Context, retention time.Duration) ([]string, error) {
 	if retention < 0 {
 		return nil, fmt.Errorf("storyline: gc: negative retention %s", retention)
 	}
-	unlock, err := lockStore(s.dir)
+	unlock, err := lockStore(ctx, s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,16 @@ func (s *Store) GC(ctx context.Context, retention time.Duration) ([]string, erro
 		if info.ModTime().After(cutoff) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+		path := filepath.Join(s.dir, e.Name())
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			// A temp dir whose lock is held belongs to a writer still at
+			// work (a long import), however old; it is never removed.
+			if fsx.ReclaimDir(path, cutoff) {
+				removed = append(removed, e.Name())
+			}
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
 			return removed, fmt.Errorf("storyline: gc: %w", err)
 		}
 		removed = append(removed, e.Name())

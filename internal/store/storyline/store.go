@@ -232,12 +232,45 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// lockStore takes the store's writer lock: publications and GC of one store
-// are serialized; readers never lock.
-func lockStore(dir string) (unlock func(), err error) {
-	unlock, err = fsx.Lock(filepath.Join(dir, lockFile))
+// lockStore takes the store's writer lock, waiting for the current holder
+// until ctx is done: publications and GC of one store are serialized;
+// readers never lock.
+func lockStore(ctx context.Context, dir string) (unlock func(), err error) {
+	unlock, err = fsx.Lock(ctx, filepath.Join(dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("storyline: %w", err)
 	}
 	return unlock, nil
+}
+
+// removeUnpublished removes what a failed writer leaves in a directory
+// that never became a store: the lock file, and the directories the writer
+// created for it (created, the topmost; see fsx.MkdirAllNew) as far as they
+// are empty, so a directory the user made keeps their files. Nothing is
+// removed while another writer's temp directory or generation is there:
+// that writer is still at work (writers create it before they lock). held
+// is the store lock when the caller holds it; otherwise the lock is taken
+// only if it is free.
+func (s *Store) removeUnpublished(held func(), created string) {
+	if held == nil {
+		unlock, ok, err := fsx.TryLock(filepath.Join(s.dir, lockFile))
+		if err != nil || !ok {
+			return
+		}
+		defer unlock()
+	}
+	if IsStore(s.dir) {
+		return
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if _, gen := ParseGenerationName(e.Name()); gen || strings.HasPrefix(e.Name(), tmpPrefix) {
+			return
+		}
+	}
+	os.Remove(filepath.Join(s.dir, lockFile))
+	fsx.RemoveCreated(s.dir, created)
 }

@@ -273,21 +273,33 @@ func TestGC(t *testing.T) {
 	for i := range 3 {
 		writeGeneration(t, s, genStoryline("a.json", fmt.Sprint(i), 1))
 	}
-	// gen 0..2 superseded at `now` (publish stamps them); an abandoned temp dir.
-	w, err := s.NewGeneration()
+	// gen 0..2 superseded at `now` (publish stamps them); the temp dir of
+	// a writer still at work and one abandoned by a killed writer (its lock
+	// released with the process), both older than the retention.
+	live, err := s.NewGeneration()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer live.Abort()
+	dead, err := s.NewGeneration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.release()
 	old := now.Add(-48 * time.Hour)
-	os.Chtimes(w.tmp, old, old)
+	os.Chtimes(live.tmp, old, old)
+	os.Chtimes(dead.tmp, old, old)
 	os.Chtimes(filepath.Join(s.Dir(), genName(0)), old, old)
 
 	removed, err := s.GC(context.Background(), DefaultRetention)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{filepath.Base(w.tmp), "gen-000000"}; !slices.Equal(removed, want) {
+	if want := []string{filepath.Base(dead.tmp), "gen-000000"}; !slices.Equal(removed, want) {
 		t.Fatalf("removed %v, want %v", removed, want)
+	}
+	if _, err := os.Stat(live.tmp); err != nil {
+		t.Fatalf("gc removed the temp dir of a writer at work: %v", err)
 	}
 	s.now = func() time.Time { return now.Add(25 * time.Hour) }
 	removed, err = s.GC(context.Background(), DefaultRetention)

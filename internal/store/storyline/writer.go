@@ -1,6 +1,7 @@
 package storyline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/store"
 )
 
 // DefaultMemoryLimit bounds the estimated bytes of rows a Writer buffers
@@ -22,12 +24,22 @@ const DefaultMemoryLimit = 256 << 20
 // Writer builds one new generation. Rows are added in any order (Add is
 // safe for concurrent use); Commit sorts them by session_id with bounded
 // memory and publishes the generation. Everything is written under a
-// temporary directory inside the store, so an unfinished Writer is never
-// visible and GC removes what a crash leaves behind.
+// temporary directory inside the store, locked while the Writer lives, so
+// an unfinished Writer is never visible, GC never removes it, and GC
+// removes what a crash leaves behind.
 type Writer struct {
-	s     *Store
-	tmp   string
-	limit int64
+	s       *Store
+	tmp     string
+	release func() // unlocks tmp (fsx.MkdirTempLocked)
+	limit   int64
+	created string // the topmost directory this Writer created for the store ("" if none)
+
+	// held is the store lock when the Writer took it up front
+	// (NewGenerationOnCurrent) and keeps it until Commit or Abort.
+	held func()
+	// copied lists the generations CopyFrom read: Commit publishes only
+	// while CURRENT still names them, so copied rows are never a stale view.
+	copied []int64
 
 	mu      sync.Mutex
 	bytes   int64
@@ -52,8 +64,12 @@ func MemoryLimit(bytes int64) WriterOption {
 	}
 }
 
-// NewGeneration starts a new generation. Call Commit to publish it or
-// Abort to discard it.
+// NewGeneration starts a new generation that does not depend on the
+// current one (it takes the store lock only to publish). Call Commit to
+// publish it or Abort to discard it. A Writer that copies rows from a
+// generation (CopyFrom) fails to publish with ErrLostRace once another
+// writer replaced that generation; to build on the current generation
+// without that risk, use NewGenerationOnCurrent.
 func (s *Store) NewGeneration(opts ...WriterOption) (*Writer, error) {
 	w, err := s.newWriter()
 	if err != nil {
@@ -65,23 +81,64 @@ func (s *Store) NewGeneration(opts ...WriterOption) (*Writer, error) {
 	return w, nil
 }
 
-func (s *Store) newWriter() (*Writer, error) {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storyline: new generation: %w", err)
+// NewGenerationOnCurrent starts a new generation that builds on the
+// current one, base (nil while dir is not a store yet). It takes the
+// store's writer lock — waiting for other writers until ctx is done — and
+// holds it until Commit or Abort, so base stays current while the new
+// generation is built: whatever the new generation keeps of base (append
+// imports, incremental projections) can never miss a concurrent
+// publication. Concurrent writers of this kind therefore run one after the
+// other, each on the result of the previous one.
+func (s *Store) NewGenerationOnCurrent(ctx context.Context, opts ...WriterOption) (w *Writer, base *Generation, err error) {
+	if w, err = s.NewGeneration(opts...); err != nil {
+		return nil, nil, err
 	}
-	tmp, err := os.MkdirTemp(s.dir, tmpPrefix)
+	// The temp directory exists before the lock is taken, so a writer
+	// removing the store directory it created (Abort) sees it in use.
+	if w.held, err = lockStore(ctx, s.dir); err != nil {
+		w.Abort()
+		return nil, nil, err
+	}
+	if IsStore(s.dir) {
+		if base, err = s.Pin(); err != nil {
+			w.Abort()
+			return nil, nil, err
+		}
+	}
+	return w, base, nil
+}
+
+func (s *Store) newWriter() (*Writer, error) {
+	var created, tmp string
+	var release func()
+	var err error
+	// A failed first writer may remove the store directory it created
+	// between this MkdirAll and the MkdirTemp: then create it again.
+	for range 3 {
+		top, err := fsx.MkdirAllNew(s.dir, 0o755)
+		if err != nil {
+			return nil, fmt.Errorf("storyline: new generation: %w", err)
+		}
+		created = cmp.Or(created, top)
+		if tmp, release, err = fsx.MkdirTempLocked(s.dir, tmpPrefix); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storyline: new generation: %w", err)
 	}
 	spill := filepath.Join(tmp, "spill")
 	if err := os.Mkdir(spill, 0o755); err != nil {
 		os.RemoveAll(tmp)
+		release()
 		return nil, fmt.Errorf("storyline: new generation: %w", err)
 	}
 	dropped := map[string]bool{}
 	return &Writer{
 		s:       s,
 		tmp:     tmp,
+		release: release,
+		created: created,
 		limit:   DefaultMemoryLimit,
 		dropped: dropped,
 		runs:    newSorter(model.RelRuns, spill, dropped, cmpRun, sizeRun, func(r *model.Run) string { return r.File }),
@@ -126,8 +183,12 @@ func (w *Writer) AddSource(src SourceInfo) {
 
 // CopyFrom adds the rows of generation g for which keep(_file_, session_id)
 // is true: an import in append mode keeps the files it does not replace, a
-// projection keeps the sessions whose events did not change.
+// projection keeps the sessions whose events did not change. The Writer
+// then publishes only while g is still current (see NewGeneration).
 func (w *Writer) CopyFrom(ctx context.Context, g *Generation, keep func(file, sessionID string) bool) error {
+	w.mu.Lock()
+	w.copied = append(w.copied, g.Number)
+	w.mu.Unlock()
 	err := copyRows(ctx, w, g.Path(model.RelRuns), w.runs, func(r *model.Run) bool { return keep(r.File, r.SessionID) })
 	if err == nil {
 		err = copyRows(ctx, w, g.Path(model.RelSteps), w.steps, func(r *model.Step) bool { return keep(r.File, r.SessionID) })
@@ -168,7 +229,8 @@ func (w *Writer) maybeSpill() error {
 	return nil
 }
 
-// Abort discards the generation.
+// Abort discards the generation. A store directory that this Writer
+// created and that never became a store is removed again.
 func (w *Writer) Abort() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -176,7 +238,22 @@ func (w *Writer) Abort() error {
 		return nil
 	}
 	w.done = true
-	return os.RemoveAll(w.tmp)
+	return w.discard()
+}
+
+// discard removes the temp directory, releases the Writer's locks and
+// removes what it created of a store that was never published; the caller
+// holds w.mu.
+func (w *Writer) discard() error {
+	err := os.RemoveAll(w.tmp)
+	w.release()
+	if !IsStore(w.s.dir) {
+		w.s.removeUnpublished(w.held, w.created)
+	}
+	if w.held != nil {
+		w.held()
+	}
+	return err
 }
 
 // Commit writes the three tables and the manifest, then publishes the
@@ -195,9 +272,20 @@ func (w *Writer) commit(ctx context.Context, lineage *Lineage, create bool) (g *
 		return nil, errors.New("storyline: Commit after Commit or Abort")
 	}
 	w.done = true
+	unlock := w.held
+	w.held = nil
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
 	defer func() {
 		if err != nil {
 			os.RemoveAll(w.tmp)
+		}
+		w.release()
+		if err != nil && !IsStore(w.s.dir) {
+			w.s.removeUnpublished(unlock, w.created)
 		}
 	}()
 	tables, err := w.writeTables(ctx)
@@ -207,13 +295,16 @@ func (w *Writer) commit(ctx context.Context, lineage *Lineage, create bool) (g *
 	if err := os.RemoveAll(filepath.Join(w.tmp, "spill")); err != nil {
 		return nil, fmt.Errorf("storyline: %w", err)
 	}
-	unlock, err := lockStore(w.s.dir)
-	if err != nil {
-		return nil, err
+	if unlock == nil {
+		if unlock, err = lockStore(ctx, w.s.dir); err != nil {
+			return nil, err
+		}
 	}
-	defer unlock()
 	if create && IsStore(w.s.dir) {
 		return nil, fmt.Errorf("storyline: %s: %w", w.s.dir, fs.ErrExist)
+	}
+	if err := w.checkCopied(); err != nil {
+		return nil, err
 	}
 	num, err := w.s.nextNumber()
 	if err != nil {
@@ -227,10 +318,29 @@ func (w *Writer) commit(ctx context.Context, lineage *Lineage, create bool) (g *
 		Lineage:       lineage,
 		Sources:       w.sources,
 	}
-	if err := w.install(m); err != nil {
+	if err := w.install(ctx, m); err != nil {
 		return nil, err
 	}
 	return w.s.generation(num)
+}
+
+// checkCopied fails with ErrLostRace when a generation the Writer copied
+// rows from is no longer current; the caller holds the store lock.
+func (w *Writer) checkCopied() error {
+	if len(w.copied) == 0 {
+		return nil
+	}
+	cur, err := w.s.current()
+	if err != nil {
+		return err
+	}
+	for _, n := range w.copied {
+		if n != cur {
+			return fmt.Errorf("storyline: %s: this generation copies rows of %s, but %s was published meanwhile; nothing was published (retry): %w",
+				w.s.dir, genName(n), genName(cur), store.ErrLostRace)
+		}
+	}
+	return nil
 }
 
 // writeTables finishes the three relations concurrently.
@@ -250,7 +360,9 @@ func (w *Writer) tablePath(rel string) string { return filepath.Join(w.tmp, rel+
 
 // install writes the manifest, moves the finished directory to its
 // generation name and points CURRENT at it. The caller holds the lock.
-func (w *Writer) install(m Manifest) error {
+// Once ctx is done (Ctrl-C, SIGTERM) nothing is published any more: the
+// last check is right before the rename, the first step readers can see.
+func (w *Writer) install(ctx context.Context, m Manifest) error {
 	data, err := m.encode()
 	if err != nil {
 		return fmt.Errorf("storyline: manifest: %w", err)
@@ -258,12 +370,20 @@ func (w *Writer) install(m Manifest) error {
 	if err := fsx.WriteFileAtomic(filepath.Join(w.tmp, ManifestFile), data, 0o644); err != nil {
 		return fmt.Errorf("storyline: manifest: %w", err)
 	}
+	// The temp directory's lock file has no place in a generation; GC
+	// cannot run while the store lock is held, so it is not needed now.
+	if err := os.Remove(filepath.Join(w.tmp, fsx.TempLockFile)); err != nil {
+		return fmt.Errorf("storyline: %w", err)
+	}
 	dst := filepath.Join(w.s.dir, genName(m.Generation))
 	if err := fsx.SyncDir(w.tmp); err != nil {
 		return fmt.Errorf("storyline: %w", err)
 	}
 	if err := fsx.Check(dst, fsx.FailRename); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storyline: not published: %w", err)
 	}
 	if err := os.Rename(w.tmp, dst); err != nil {
 		return fmt.Errorf("storyline: %w", err)

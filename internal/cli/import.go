@@ -184,15 +184,21 @@ func importInputs(ctx context.Context, args []string, fail func(error) error) ([
 		if err != nil {
 			return nil, err
 		}
+		// A listing that failed fails the import under every policy: report
+		// mode is for a bad file among trusted members, and publishing what
+		// an incomplete listing found would replace a store's rows with less.
 		files, err := catalog.PeripheralFiles(ctx, arg)
 		if err != nil {
-			if err := fail(err); err != nil {
-				return nil, err
-			}
-			continue
+			return nil, err
 		}
 		base := filepath.Base(abs)
 		for _, f := range files {
+			if f.Err != nil {
+				if err := fail(fmt.Errorf("%s: %w", f.Path, f.Err)); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			file := f.File
 			switch {
 			case f.File == ".":

@@ -247,3 +247,32 @@ func writeInput(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestImportListingFailureNeverPublishes: an input tree that cannot be
+// listed fails the import under --errors report too, and the store keeps
+// the generation it had: an incomplete listing must never replace its rows.
+func TestImportListingFailureNeverPublishes(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "store")
+	good := t.TempDir()
+	testutil.WriteFiles(t, good, map[string]string{"a.jsonl": importChat + importChat})
+	if _, stderr, code := pc(t, "import", good, "--to", dest); code != 0 {
+		t.Fatal(stderr)
+	}
+	before, err := os.ReadFile(filepath.Join(dest, "CURRENT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := t.TempDir()
+	testutil.WriteFiles(t, bad, map[string]string{"b.jsonl": importChat})
+	testutil.TooDeepDir(t, bad, "hidden.jsonl", importChat)
+	_, stderr, code := pc(t, "import", bad, "--to", dest, "--errors", "report")
+	if code == 0 || !strings.Contains(stderr, "file name too long") {
+		t.Fatalf("import over an unlistable tree: exit %d, stderr %q", code, stderr)
+	}
+	after, err := os.ReadFile(filepath.Join(dest, "CURRENT"))
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("CURRENT went from %q to %q (%v): the failed import published", before, after, err)
+	}
+}
+
+const importChat = `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}` + "\n"

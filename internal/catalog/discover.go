@@ -45,17 +45,17 @@ func (e *LimitError) Error() string {
 // collected. The walk fails as soon as max_entries+1 entries or max_files+1
 // sources are seen.
 func Discover(ctx context.Context, root string, opts Options) ([]*DiscoveredSource, error) {
-	return discover(ctx, root, opts, nil)
+	return discover(ctx, root, opts, nil, PathFilter{})
 }
 
 // discover is Discover reporting the number of sources found so far to
 // progress (when set), for terminals that show long walks.
-func discover(ctx context.Context, root string, opts Options, progress func(sources int)) ([]*DiscoveredSource, error) {
+func discover(ctx context.Context, root string, opts Options, progress func(sources int), filter PathFilter) ([]*DiscoveredSource, error) {
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return nil, fmt.Errorf("Dataset root: %w", err)
 	}
-	d := &discoverer{ctx: ctx, root: root, opts: opts, progress: progress}
+	d := &discoverer{ctx: ctx, root: root, opts: opts, progress: progress, filter: filter}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		// The root itself is named by the user: resolve it once.
 		if fi, err = os.Stat(root); err != nil {
@@ -93,6 +93,7 @@ type discoverer struct {
 	ctx      context.Context
 	root     string
 	opts     Options
+	filter   PathFilter // the mount's --include/--exclude
 	progress func(sources int)
 	entries  int
 	out      []*DiscoveredSource
@@ -162,10 +163,16 @@ func (d *discoverer) walk(dir, rel string) error {
 				}
 				continue
 			}
+			if d.filter.SkipDir(childRel) {
+				continue
+			}
 			if err := d.walk(path, childRel); err != nil {
 				return err
 			}
 		default:
+			if !d.filter.Keep(childRel) {
+				continue
+			}
 			if slab == nil {
 				slab = make([]DiscoveredSource, 0, len(entries))
 			}
@@ -269,6 +276,9 @@ func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 // a store right away (see pinLocalStore); files are pinned by the walk's
 // workers.
 func (d *discoverer) add(s *DiscoveredSource) error {
+	if !d.filter.Keep(s.File) {
+		return nil
+	}
 	if len(d.out) >= d.opts.MaxFiles {
 		return &LimitError{Setting: "max_files", Limit: d.opts.MaxFiles, Root: d.root}
 	}

@@ -37,6 +37,8 @@ type DatasetMount struct {
 	// Config holds the object-store settings of an s3://, az:// or gs://
 	// Dataset (remote.go); it is applied to that Dataset's client only.
 	Config objstore.Config
+	// Filter keeps only the sources its --include/--exclude globs select.
+	Filter PathFilter
 }
 
 // NamespacePath is the namespace joined with '/'.
@@ -112,6 +114,9 @@ func ValidateMounts(mounts []DatasetMount) error {
 		byNS[m.NamespacePath()], byAlias[alias] = true, true
 		if err := checkMountURI(m.URI); err != nil { // remote.go: local or object-store URI
 			return err
+		}
+		if err := m.Filter.Validate(); err != nil {
+			return fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
 		}
 	}
 	return nil

@@ -47,14 +47,14 @@ func checkMountURI(uri string) error {
 func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Options) (root string, found []*DiscoveredSource, err error) {
 	if !objstore.IsRemote(m.URI) {
 		root, _ = LocalPath(m.URI) // validated by ValidateMounts
-		found, err = discover(ctx, root, opts, snap.progress)
+		found, err = discover(ctx, root, opts, snap.progress, m.Filter)
 		return root, found, err
 	}
 	b, prefix, err := objstore.Open(ctx, m.URI, m.Config)
 	if err != nil {
 		return "", nil, err
 	}
-	found, err = DiscoverRemote(ctx, b, prefix, opts)
+	found, err = discoverRemote(ctx, b, prefix, opts, m.Filter)
 	if err != nil {
 		b.Close()
 		return "", nil, err
@@ -74,6 +74,11 @@ func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Opt
 // bucket; a store that cannot be pinned carries the error (Err). A failed
 // listing is an error.
 func DiscoverRemote(ctx context.Context, b objstore.Bucket, prefix string, opts Options) ([]*DiscoveredSource, error) {
+	return discoverRemote(ctx, b, prefix, opts, PathFilter{})
+}
+
+// discoverRemote is DiscoverRemote keeping only what filter selects.
+func discoverRemote(ctx context.Context, b objstore.Bucket, prefix string, opts Options, filter PathFilter) ([]*DiscoveredSource, error) {
 	rootURI := objectURI(b, prefix)
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		info, err := b.Stat(ctx, prefix)
@@ -85,7 +90,7 @@ func DiscoverRemote(ctx context.Context, b objstore.Bucket, prefix string, opts 
 		}
 		prefix += "/"
 	}
-	l := &remoteLister{bucket: b, prefix: prefix, opts: opts, root: rootURI, markers: map[*DiscoveredSource]objstore.ObjectInfo{}}
+	l := &remoteLister{bucket: b, prefix: prefix, opts: opts, filter: filter, root: rootURI, markers: map[*DiscoveredSource]objstore.ObjectInfo{}}
 	err := b.List(ctx, prefix, l.visit)
 	var limit *LimitError
 	switch {
@@ -123,6 +128,7 @@ type remoteLister struct {
 	prefix  string // "directory" prefix: "" or ending in '/'
 	root    string // redacted URI, for errors
 	opts    Options
+	filter  PathFilter
 	entries int
 	out     []*DiscoveredSource
 	inside  string // Dataset-relative "dir/" of the last store root; its objects are skipped
@@ -198,6 +204,9 @@ func (l *remoteLister) addStore(dir string, kind SourceKind, marker objstore.Obj
 }
 
 func (l *remoteLister) add(s *DiscoveredSource) error {
+	if !l.filter.Keep(s.File) {
+		return nil
+	}
 	if len(l.out) >= l.opts.MaxFiles {
 		return &LimitError{Setting: "max_files", Limit: l.opts.MaxFiles, Root: l.root}
 	}

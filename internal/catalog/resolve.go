@@ -305,7 +305,8 @@ func (e *notTrajectory) resolved() *Resolved {
 // its detected format; check, when set, re-checks the pin on the open file
 // before and after the read.
 func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, error) {
-	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check}
+	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check,
+		Outcome: s.outcome()}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
 	if errors.Is(err, format.ErrUnrecognized) && s.snap.Options.Unrecognized != UnrecognizedFail {
 		return "", &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}

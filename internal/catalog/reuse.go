@@ -59,7 +59,7 @@ func (prev *Snapshot) sameDataset(d *Dataset) *Dataset {
 	for _, pd := range prev.Datasets {
 		m, pm := d.Mount, pd.Mount
 		if m.NamespacePath() == pm.NamespacePath() && m.Alias == pm.Alias && m.URI == pm.URI &&
-			m.FormatHint == pm.FormatHint && m.Config.Endpoint == pm.Config.Endpoint {
+			m.FormatHint == pm.FormatHint && m.Config.Endpoint == pm.Config.Endpoint && m.Filter.key() == pm.Filter.key() {
 			return pd
 		}
 	}
@@ -72,7 +72,7 @@ func samePin(a, b *Source) bool {
 	if a.Err != nil || b.Err != nil || a.Revision == nil || b.Revision == nil {
 		return false
 	}
-	if a.Kind != b.Kind || a.Path != b.Path || a.FormatHint != b.FormatHint || a.Revision.Ref() != b.Revision.Ref() {
+	if a.Kind != b.Kind || a.Path != b.Path || a.FormatHint != b.FormatHint || a.PinRef() != b.PinRef() {
 		return false
 	}
 	if len(a.Projections) != len(b.Projections) {

@@ -32,7 +32,7 @@ func (d *Dataset) sourceRow(s *Source) model.SourceRow {
 		r.ModifiedAt = model.Time(s.ModTime)
 	}
 	if s.Revision != nil {
-		r.SnapshotRef = model.Str(s.Revision.Ref())
+		r.SnapshotRef = model.Str(s.PinRef())
 		r.RevisionKind = model.Str(s.Revision.RevisionKind())
 	}
 	return r

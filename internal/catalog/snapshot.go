@@ -181,6 +181,7 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 			snap.Close()
 			return nil, fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
 		}
+		found = pairTrials(found)
 		ds := &Dataset{Mount: m, Root: root}
 		for _, d := range found {
 			d.FormatHint = m.FormatHint
@@ -343,11 +344,12 @@ func snapshotID(s *Snapshot) string {
 		field(RedactURI(d.Mount.URI))
 		field(d.Mount.FormatHint)
 		field(d.Mount.Config.Endpoint) // the same URI on another endpoint is another Dataset
+		field(d.Mount.Filter.key())
 		for _, src := range d.Sources {
 			field(src.File)
 			field(string(src.Kind))
 			if src.Revision != nil {
-				field(src.Revision.Ref())
+				field(src.PinRef())
 			}
 			if src.Err != nil {
 				field(src.Err.Error())

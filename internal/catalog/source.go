@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"path"
 	"fmt"
 	"os"
 	"time"
@@ -78,6 +79,22 @@ type DiscoveredSource struct {
 	// Err is set when the candidate could not be pinned or validated; under
 	// the report policy the source is kept with status error.
 	Err error
+	// Companion is a file beside the source that records its outcome (a
+	// Harbor trial's result.json, trial.go), pinned with it.
+	Companion *DiscoveredSource
+}
+
+// PinRef is the source's snapshot_ref: its revision's, with its
+// companion's when it has one.
+func (s *DiscoveredSource) PinRef() string {
+	if s.Revision == nil {
+		return ""
+	}
+	ref := s.Revision.Ref()
+	if c := s.Companion; c != nil && c.Revision != nil {
+		ref += ";" + path.Base(c.File) + "=" + c.Revision.Ref()
+	}
+	return ref
 }
 
 // Status is the sources.status column.

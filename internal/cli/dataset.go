@@ -69,6 +69,8 @@ datasets as @NAME/DATASET (docs/directory.md).`,
 	pf.StringVar(&p.AccessKey, "ak", "", "access key id (S3), the account name (Azure, when --account is not given), or a Directory user's access key (catalog://)")
 	pf.StringVar(&p.SecretKey, "sk", "", "secret key (S3), shared account key (Azure) or Directory user secret (catalog://); stored in the 0600 config file, never printed")
 	pf.StringVar(&p.Account, "account", "", "Azure storage account")
+	pf.StringArrayVar(&p.Include, "include", nil, "keep only sources whose _file_ matches this glob (repeatable; ** matches any number of path segments)")
+	pf.StringArrayVar(&p.Exclude, "exclude", nil, "leave out sources (and whole directories) whose path matches this glob (repeatable)")
 
 	var listFormat string
 	list := &cobra.Command{

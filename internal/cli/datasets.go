@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,12 +24,16 @@ type datasetFlags struct {
 	cmd     *cobra.Command // for its stderr: discovery progress, on a terminal only
 	mounts  []string
 	config  string
+	include []string // globs applied to every mount, after a pin's own
+	exclude []string
 	options map[string]*string
 }
 
 func (d *datasetFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&d.mounts, "mount", nil, "mount a Dataset as NAME=URI (repeatable; excludes a positional Dataset)")
 	fs.StringVarP(&d.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] Datasets, referenced as @name or @name/sub/path")
+	fs.StringArrayVar(&d.include, "include", nil, "keep only sources whose _file_ matches this glob (repeatable; ** matches any number of path segments): decided from names, nothing is read")
+	fs.StringArrayVar(&d.exclude, "exclude", nil, "leave out sources, and whole directories, whose path matches this glob (repeatable)")
 	d.options = map[string]*string{}
 	for _, s := range catalog.Describe() {
 		d.options[s.Name] = fs.String(strings.ReplaceAll(s.Name, "_", "-"), s.Default, s.Help)
@@ -72,7 +77,8 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: p.URI, FormatHint: p.Format, Config: p.Store()}}, true, nil
+		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: p.URI, FormatHint: p.Format, Config: p.Store(),
+			Filter: d.filter(p)}}, true, nil
 	}
 	if len(d.mounts) == 0 {
 		return nil, false, fmt.Errorf("no Dataset: give a path or @pin, or --mount NAME=URI")
@@ -86,10 +92,15 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		m.URI, m.FormatHint, m.Config = p.URI, p.Format, p.Store()
+		m.URI, m.FormatHint, m.Config, m.Filter = p.URI, p.Format, p.Store(), d.filter(p)
 		mounts = append(mounts, m)
 	}
 	return mounts, false, nil
+}
+
+// filter is a mount's path filter: the pin's globs, then the command's.
+func (d *datasetFlags) filter(p config.Pin) catalog.PathFilter {
+	return catalog.PathFilter{Include: append(slices.Clip(p.Include), d.include...), Exclude: append(slices.Clip(p.Exclude), d.exclude...)}
 }
 
 // open builds the Snapshot for a command.

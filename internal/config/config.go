@@ -32,6 +32,10 @@ type Pin struct {
 	AccessKey string `toml:"access_key,omitempty"`
 	SecretKey string `toml:"secret_key,omitempty"`
 	Account   string `toml:"account,omitempty"`
+	// Include and Exclude are the Dataset's globs over _file_
+	// (catalog.PathFilter).
+	Include []string `toml:"include,omitempty"`
+	Exclude []string `toml:"exclude,omitempty"`
 }
 
 // Store returns the pin's object-store settings.

@@ -359,12 +359,7 @@ func (s *Server) storylineExport(w http.ResponseWriter, r *http.Request, g Gener
 	if err != nil {
 		return err
 	}
-	name := strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || strings.ContainsRune(`"\/;:*?<>|`, r) {
-			return '_'
-		}
-		return r
-	}, key.SessionID) + ext
+	name := safeFileName(key.SessionID) + ext
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")

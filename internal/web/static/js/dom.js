@@ -29,6 +29,13 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+// add appends children to el as h does (null skipped, arrays flattened,
+// strings as text).
+export function add(el, ...children) {
+  append(el, children);
+  return el;
+}
+
 function append(el, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;

@@ -4,7 +4,7 @@
 // visible rows cost; the selected step's detail pairs each tool call with
 // its result by id. Find runs on the server. URL: step=, find=.
 import * as api from './api.js';
-import { h, clear, highlight, download } from './dom.js';
+import { h, add, clear, highlight, download } from './dom.js';
 import { int, usd, duration, time, bytes } from './fmt.js';
 import { errorBox } from './ui.js';
 import { VirtualList } from './vlist.js';
@@ -277,7 +277,7 @@ class StorylineView {
     if (!s) { this.detail.appendChild(h('p', null, 'No step ' + i + '.')); return; }
     this.detail.dataset.step = String(i);
     const q = this.findText;
-    this.detail.append(
+    add(this.detail,
       h('h2', null, 'Step ' + i + ' ', h('span', { class: 'role role-' + s.source }, s.source), ' ', h('span', { class: 'muted' }, s.message_kind + ' · id ' + s.step_id)),
       h('dl', { class: 'kv' },
         s.timestamp ? [h('dt', null, 'time'), h('dd', null, time(s.timestamp))] : null,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -129,6 +130,10 @@ func browser(t *testing.T, width, height int) context.Context {
 	// (run a script from trajectory text, violate the CSP), for the checks.
 	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: probeScript}); err != nil {
 		t.Fatalf("starting Chromium: %v", err)
+	}
+	// A tab in the background gets no animation frames.
+	if _, err := chromedp.Call(ctx, cdppage.BringToFront, cdp.Empty{}); err != nil {
+		t.Fatal(err)
 	}
 	return ctx
 }

@@ -39,7 +39,7 @@ func (p *page) until(what, js string) {
 // eval returns the value of a JavaScript expression.
 func (p *page) eval(js string, out any) {
 	p.t.Helper()
-	c, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	c, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
 	defer cancel()
 	v, err := chromedp.Run(c, chromedp.Evaluate[json.RawMessage](js, chromedp.EvalAwaitPromise))
 	if err == nil {

@@ -23,7 +23,7 @@ export async function render(root, app) {
   const run = h('button', { type: 'button', class: 'primary', id: 'sql-run', title: 'Ctrl/⌘+Enter' }, 'Run');
   const csv = h('button', { type: 'button', disabled: true }, 'Download CSV');
   const json = h('button', { type: 'button', disabled: true }, 'Download JSON');
-  const out = h('div', { id: 'sql-out', 'aria-live': 'polite' });
+  const out = h('div', { id: 'sql-out' });
   const tables = h('p', { class: 'muted' }, 'Relations: sources, runs, steps, tool_calls, events, projections',
     app.catalog.datasets.length > 1 ? ' — qualify them by Dataset: ' + app.catalog.datasets.map((d) => d.alias + '.runs').join(', ') : '', '. Read-only: one SELECT, VALUES, DESCRIBE or EXPLAIN.');
   root.append(h('h1', null, 'SQL'), tables, editor, h('div', { class: 'toolbar' }, run, rowsSel, csv, json, h('span', { class: 'muted' }, 'Ctrl/⌘+Enter runs')), out);
@@ -59,7 +59,7 @@ export async function render(root, app) {
     download(new Blob([JSON.stringify({ columns: r.columns, rows: objs, truncated: r.truncated, snapshot_id: r.snapshot_id }, null, 2)], { type: 'application/json' }), 'query.json');
   });
   out.append(
-    h('p', { id: 'sql-summary' }, `${int(r.row_count)} rows in ${r.elapsed_ms.toFixed(1)} ms`,
+    h('p', { id: 'sql-summary', role: 'status' }, `${int(r.row_count)} rows in ${r.elapsed_ms.toFixed(1)} ms`,
       r.truncated ? h('strong', { class: 'status-error', id: 'sql-truncated' }, ` · truncated at ${int(r.row_count)} rows (the query has more)`) : ''),
     report(r));
   const pager = h('div', { class: 'pager' });

@@ -29,16 +29,42 @@ export async function render(root, app) {
   const params = { dataset: key.dataset, file: key._file_, session_id: key.session_id };
   root.className = 'fill';
   const t0 = performance.now();
+  // The run, the first page of steps and the row count are asked for at
+  // once: the first rows do not wait for the header.
+  const step = p.get('step');
+  const firstPage = Math.floor((+step || 0) / PAGE);
+  const infoPromise = api.get('storyline', params);
+  const pagePromise = fetchPage(params, firstPage);
+  const countPromise = infoPromise.then((info) => countRows(params, info.run.step_count || 0));
+  pagePromise.catch(() => {});
+  countPromise.catch(() => {});
   let info;
   try {
-    info = await api.get('storyline', params);
+    info = await infoPromise;
   } catch (e) {
     root.appendChild(errorBox(e));
     return;
   }
   const s = new StorylineView(root, app, key, params, info, t0);
-  await s.start(p);
+  s.start(p, firstPage, pagePromise, countPromise);
   return () => s.destroy();
+}
+
+function fetchPage(params, pg, signal) {
+  return api.get('storyline/bodies', { ...params, from: pg * PAGE, limit: PAGE, max_chars: PREVIEW_CHARS }, { signal });
+}
+
+// countRows finds the number of step rows: the last step_index plus one.
+// Rows are numbered from 0 without gaps, so probing pages of headers from
+// the run's step_count (which leaves copied-context rows out) finds the
+// end in one request or a few.
+async function countRows(params, n) {
+  for (let guard = 0; guard < 1000; guard++) {
+    const r = await api.get('storyline/steps', { ...params, from: n, limit: 1000 });
+    n += r.steps.length;
+    if (r.next_from === null || r.next_from === undefined) break;
+  }
+  return n;
 }
 
 class StorylineView {
@@ -56,17 +82,19 @@ class StorylineView {
     this.aborter = new AbortController();
   }
 
-  async start(p) {
+  start(p, firstPage, pagePromise, countPromise) {
     this.header();
-    const n = await this.countRows();
     const story = h('div', { class: 'story' });
     const listBox = h('div', { id: 'timeline', 'aria-label': 'steps', tabindex: '0' });
-    this.detail = h('section', { class: 'detail', id: 'step-detail', 'aria-label': 'selected step', 'aria-live': 'polite' },
+    this.detail = h('section', { class: 'detail', id: 'step-detail', 'aria-label': 'selected step', tabindex: '-1' },
       h('p', { class: 'muted' }, 'Select a step (j/k, click) to see its messages, tool calls and results.'));
     story.append(listBox, this.detail);
     this.root.appendChild(story);
+    this.loading.set(firstPage, pagePromise.then((r) => this.loaded(firstPage, r), (e) => this.failed(firstPage, e)));
+    // Until the count arrives the list has the run's step_count rows, a
+    // lower bound.
     this.list = new VirtualList(listBox, {
-      rowHeight: ROW_H, count: n,
+      rowHeight: ROW_H, count: this.info.run.step_count || 0,
       renderRow: (i, el) => this.renderRow(i, el),
       onRange: (a, b) => this.want(a, b),
     });
@@ -84,9 +112,13 @@ class StorylineView {
     k.findNext = () => this.nextHit(1);
     k.findPrev = () => this.nextHit(-1);
     const step = p.get('step');
-    if (step !== null && step !== '' && n > 0) this.select(Math.max(0, Math.min(n - 1, +step)), true);
     const find = p.get('find');
-    if (find) { this.findInput.value = find; this.find(find, step === null); }
+    countPromise.then((n) => {
+      if (this.aborter.signal.aborted) return;
+      this.list.setCount(n);
+      if (step !== null && step !== '' && n > 0) this.select(Math.max(0, Math.min(n - 1, +step)), true);
+      if (find) { this.findInput.value = find; this.find(find, step === null); }
+    }, (e) => this.app.notice('Could not count the steps: ' + e.message, { error: true }));
   }
 
   destroy() {
@@ -95,19 +127,6 @@ class StorylineView {
   }
 
   get n() { return this.list ? this.list.n : 0; }
-
-  // countRows finds the number of step rows: the run's step_count, plus
-  // the copied-context rows it does not count, which only a look past it
-  // can tell.
-  async countRows() {
-    let n = this.info.run.step_count || 0;
-    for (let guard = 0; guard < 1000; guard++) {
-      const r = await api.get('storyline/steps', { ...this.params, from: n, limit: 1000 }, { signal: this.aborter.signal });
-      n += r.steps.length;
-      if (r.next_from === null || r.next_from === undefined) break;
-    }
-    return n;
-  }
 
   // ---- header ------------------------------------------------------------
 
@@ -193,24 +212,29 @@ class StorylineView {
   page(pg) {
     if (this.pages.has(pg)) return Promise.resolve(this.pages.get(pg));
     if (this.loading.has(pg)) return this.loading.get(pg);
-    const pr = api.get('storyline/bodies', { ...this.params, from: pg * PAGE, limit: PAGE, max_chars: PREVIEW_CHARS }, { signal: this.aborter.signal })
-      .then((r) => {
-        this.loading.delete(pg);
-        const byIndex = new Map(r.steps.map((s) => [s.step_index, s]));
-        for (const s of r.steps) this.byId.set(s.step_id, s.step_index);
-        this.pages.set(pg, byIndex);
-        if (this.pages.size > MAX_PAGES) this.pages.delete(this.pages.keys().next().value);
-        this.list.refresh(pg * PAGE, pg * PAGE + PAGE - 1);
-        if (!this.firstPainted) {
-          this.firstPainted = true;
-          performance.mark('pchronicle:storyline-first-rows');
-          this.root.dataset.firstRowsMs = String(Math.round(performance.now() - this.t0));
-        }
-        return byIndex;
-      })
-      .catch((e) => { this.loading.delete(pg); if (e.name !== 'AbortError') this.app.notice('Could not load steps: ' + e.message, { error: true }); });
+    const pr = fetchPage(this.params, pg, this.aborter.signal).then((r) => this.loaded(pg, r), (e) => this.failed(pg, e));
     this.loading.set(pg, pr);
     return pr;
+  }
+
+  loaded(pg, r) {
+    this.loading.delete(pg);
+    const byIndex = new Map(r.steps.map((s) => [s.step_index, s]));
+    for (const s of r.steps) this.byId.set(s.step_id, s.step_index);
+    this.pages.set(pg, byIndex);
+    if (this.pages.size > MAX_PAGES) this.pages.delete(this.pages.keys().next().value);
+    if (this.list) this.list.refresh(pg * PAGE, pg * PAGE + PAGE - 1);
+    if (!this.firstPainted) {
+      this.firstPainted = true;
+      performance.mark('pchronicle:storyline-first-rows');
+      this.root.dataset.firstRowsMs = String(Math.round(performance.now() - this.t0));
+    }
+    return byIndex;
+  }
+
+  failed(pg, e) {
+    this.loading.delete(pg);
+    if (e.name !== 'AbortError') this.app.notice('Could not load steps: ' + e.message, { error: true });
   }
 
   step(i) {

@@ -168,7 +168,7 @@ func manyRuns(add func(*model.Storyline), file string, n int) {
 		ts := start.Add(time.Duration(i) * time.Minute)
 		sl := &model.Storyline{Run: model.Run{RunID: id, SessionID: id, SourceFormat: "atif/1.6", Status: status[i%3],
 			AgentName: ptr(agents[i%4]), AgentModelName: ptr(models[i%3]), StartedAt: ptr(ts), EndedAt: ptr(ts.Add(time.Duration(10+i%50) * time.Second)),
-			Reward: ptr(float64(i%2))}}
+			Reward: ptr(float64(i % 2))}}
 		sl.Steps = []model.Step{{StepID: "1", Source: "user", MessageKind: "text", MessageValue: ptr(fmt.Sprintf("task %d", i)), Timestamp: ptr(ts)}}
 		sl.Finalize(file)
 		add(sl)

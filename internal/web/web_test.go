@@ -26,8 +26,8 @@ func TestHandler(t *testing.T) {
 	v := web.Version()
 	for _, tc := range []struct {
 		path, ctype, cache string
-		status            int
-		body              string
+		status             int
+		body               string
 	}{
 		{"/", "text/html; charset=utf-8", "no-cache", 200, `src="/assets/` + v + `/js/main.js"`},
 		{"/storyline?file=a&session_id=b", "text/html; charset=utf-8", "no-cache", 200, `<main id="view"`},

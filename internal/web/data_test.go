@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,21 @@ var multiagentATIF = `{
   }]
 }`
 
+// payloadMessage is the big message of payloadATIF (293 KB).
+var payloadMessage = strings.Repeat("0123456789", 30_000) + "THE-END"
+
+// payloadATIF has a message and a tool result far bigger than a preview.
+func payloadATIF() string {
+	return fmt.Sprintf(`{"schema_version": "ATIF-v1.6", "session_id": "payload",
+  "agent": {"name": "payload-agent"},
+  "steps": [
+    {"step_id": 1, "source": "user", "message": %q},
+    {"step_id": 2, "source": "agent", "message": "reading it",
+     "tool_calls": [{"tool_call_id": "r1", "function_name": "read", "arguments": {"path": "big.txt"}}],
+     "observation": {"results": [{"source_call_id": "r1", "content": %q}]}}
+  ]}`, payloadMessage, strings.Repeat("log line\n", 5000))
+}
+
 // exampleDataset copies the bundled examples into a new directory and adds
 // the hostile and multi-agent trajectories.
 func exampleDataset(t *testing.T) string {
@@ -90,7 +106,8 @@ func exampleDataset(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"hostile/" + hostileFile: hostileATIF, "team/team.trajectory.json": multiagentATIF} {
+	for name, body := range map[string]string{"hostile/" + hostileFile: hostileATIF, "team/team.trajectory.json": multiagentATIF,
+		"big/payload.trajectory.json": payloadATIF()} {
 		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
 			t.Fatal(err)
 		}

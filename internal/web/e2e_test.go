@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open("/")
 		p.until("two Datasets listed", `document.querySelectorAll('section.dataset').length === 2`)
-		p.until("sources of ex listed", `[...document.querySelectorAll('section.dataset')].some(s => s.querySelectorAll('tbody tr').length === 5)`)
+		p.until("sources of ex listed", `[...document.querySelectorAll('section.dataset')].some(s => s.querySelectorAll('tbody tr').length === 6)`)
 		p.shot("catalog")
 		// Selecting a Dataset narrows the view and goes into the URL.
 		run(t, p.ctx, "select Dataset more", chromedp.SetValue(chromedp.CSS("#dataset-select"), "more"),
@@ -163,6 +164,37 @@ func TestExplorer(t *testing.T) {
 		p.click(".goto-call")
 		p.until("back at the call", `document.querySelector('#step-detail').dataset.step === '2'`)
 		p.shot("storyline")
+	})
+
+	t.Run("big payloads and downloads", func(t *testing.T) {
+		p.t = t
+		p.open(storylinePath("ex", "big/payload.trajectory.json", "payload", "step", "0"))
+		p.until("a preview with the true size", `document.querySelector('#step-detail').dataset.step === '0' &&
+			document.querySelector('#step-detail .size-note').textContent.startsWith('showing the first 20,000 characters of 293 KB')`)
+		if n := p.str(`String(document.querySelector('#step-detail pre[data-field=message]').textContent.length)`); n != "20000" {
+			t.Fatalf("preview of %s characters", n)
+		}
+		// Download fetches the whole body as text, Load all shows it.
+		var got struct {
+			Status int    `json:"status"`
+			Size   int    `json:"size"`
+			Disp   string `json:"disp"`
+		}
+		p.eval(`fetch(document.querySelector('#step-detail .size-note a').href).then(async r => ({status: r.status, size: (await r.text()).length, disp: r.headers.get('Content-Disposition')}))`, &got)
+		if got.Status != 200 || got.Size != len(payloadMessage) || !strings.Contains(got.Disp, "attachment") {
+			t.Fatalf("download of the message: %+v", got)
+		}
+		p.clickX("//button[text()='Load all']")
+		p.until("the whole message", `document.querySelector('#step-detail pre[data-field=message]').textContent.length === `+fmt.Sprint(len(payloadMessage))+` &&
+			document.querySelector('#step-detail pre[data-field=message]').textContent.endsWith('THE-END')`)
+		// The Storyline downloads in each export format.
+		for _, as := range []string{"atif", "openai", "canonical"} {
+			p.eval(`fetch([...document.querySelectorAll('a.download')].find(a => a.href.includes('as=`+as+`')).href).then(async r => ({status: r.status, size: (await r.text()).length, disp: r.headers.get('Content-Disposition')}))`, &got)
+			if got.Status != 200 || got.Size < len(payloadMessage) || !strings.Contains(got.Disp, "attachment; filename=\"payload.") {
+				t.Fatalf("download as %s: %+v", as, got)
+			}
+		}
+		p.shot("storyline-payload")
 	})
 
 	t.Run("subagent link", func(t *testing.T) {
@@ -252,8 +284,8 @@ func TestExplorer(t *testing.T) {
 			chromedp.SetValue(chromedp.CSS("#sql-editor"), "SELECT _file_, session_id, step_count FROM ex.runs ORDER BY _file_, session_id"),
 			chromedp.Focus(chromedp.CSS("#sql-editor")),
 			chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
-		p.until("8 rows with links", `document.querySelectorAll('#sql-result tbody tr').length === 8 && document.querySelectorAll('#sql-result a.open').length === 8`)
-		if !strings.Contains(p.str(`document.querySelector('#sql-report summary').textContent`), "read 5 of 5 sources") {
+		p.until("9 rows with links", `document.querySelectorAll('#sql-result tbody tr').length === 9 && document.querySelectorAll('#sql-result a.open').length === 9`)
+		if !strings.Contains(p.str(`document.querySelector('#sql-report summary').textContent`), "read 6 of 6 sources") {
 			t.Fatalf("pruning report: %s", p.str(`document.querySelector('#sql-report').textContent`))
 		}
 		p.shot("sql")
@@ -276,9 +308,9 @@ func TestExplorer(t *testing.T) {
 	t.Run("keyboard", func(t *testing.T) {
 		p.t = t
 		p.open("/runs?dataset=ex&sort=_file_")
-		p.until("runs", `document.querySelectorAll('#runs-table tbody tr').length === 8`)
-		run(t, p.ctx, "j j Enter", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("\r"))
-		p.until("second run opened", `location.pathname === '/storyline' && location.search.includes('codex')`)
+		p.until("runs", `document.querySelectorAll('#runs-table tbody tr').length === 9`)
+		run(t, p.ctx, "j j j Enter", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("\r"))
+		p.until("third run opened", `location.pathname === '/storyline' && location.search.includes('codex')`)
 		run(t, p.ctx, "?", chromedp.KeyEvent("?"))
 		p.until("help", `!document.querySelector('#help').hidden`)
 		run(t, p.ctx, "Esc", chromedp.KeyEvent("\x1b"))
@@ -315,7 +347,7 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("key headers: %v", sent)
 		}
 		p.open("/runs?dataset=ex")
-		p.until("still browsable with keys", `document.querySelectorAll('#runs-table tbody tr').length === 8`)
+		p.until("still browsable with keys", `document.querySelectorAll('#runs-table tbody tr').length === 9`)
 		p.open("/settings")
 		p.click("#clear-keys")
 		p.until("forgotten", `localStorage.getItem('pchronicle.catalog.access_key') === null`)
@@ -324,11 +356,11 @@ func TestExplorer(t *testing.T) {
 	t.Run("refresh after a file is added", func(t *testing.T) {
 		p.t = t
 		p.open("/?dataset=ex")
-		p.until("catalog", `document.querySelector('#refresh') && document.querySelector('section.dataset dd').textContent === '5'`)
+		p.until("catalog", `document.querySelector('#refresh') && document.querySelector('section.dataset dd').textContent === '6'`)
 		before := p.str(`document.querySelector('#snapshot-badge').textContent`)
 		copyExample(t, ex, "added/one.trajectory.json")
 		p.click("#refresh")
-		p.until("the new source", `document.querySelector('section.dataset dd') && document.querySelector('section.dataset dd').textContent === '6'`)
+		p.until("the new source", `document.querySelector('section.dataset dd') && document.querySelector('section.dataset dd').textContent === '7'`)
 		if after := p.str(`document.querySelector('#snapshot-badge').textContent`); after == before {
 			t.Fatalf("the snapshot badge still says %s", after)
 		}
@@ -338,12 +370,12 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("POST /api/catalog: %d", code)
 		}
 		p.until("new snapshot notice", `!document.querySelector('#notice').hidden && document.querySelector('#notice').textContent.includes('A new snapshot is available')`)
-		if got := p.str(`document.querySelector('section.dataset dd').textContent`); got != "6" {
+		if got := p.str(`document.querySelector('section.dataset dd').textContent`); got != "7" {
 			t.Fatalf("the page switched data under the reader: %s sources", got)
 		}
 		p.shot("catalog-new-snapshot")
 		p.click("#notice button")
-		p.until("switched", `document.querySelector('section.dataset dd').textContent === '7' && document.querySelector('#notice').hidden`)
+		p.until("switched", `document.querySelector('section.dataset dd').textContent === '8' && document.querySelector('#notice').hidden`)
 	})
 
 	checkNothingRan(t, p)

@@ -132,3 +132,21 @@ func TestRefinePairsSameToolOtherArguments(t *testing.T) {
 		t.Errorf("refine = %v, want %v", ps, want)
 	}
 }
+
+// FuzzAlign checks the alignment of any two sequences: every row of each
+// side once and in order, and only equal keys paired.
+func FuzzAlign(f *testing.F) {
+	f.Add("u a t a", "u a x t a")
+	f.Add("a b a b a", "b a b")
+	f.Add("", "x")
+	f.Fuzz(func(t *testing.T, x, y string) {
+		a, b := strings.Fields(x), strings.Fields(y)
+		ps := align(a, b)
+		checkAlignment(t, ps, len(a), len(b))
+		for _, p := range ps {
+			if p.a >= 0 && p.b >= 0 && a[p.a] != b[p.b] {
+				t.Fatalf("paired %q with %q", a[p.a], b[p.b])
+			}
+		}
+	})
+}

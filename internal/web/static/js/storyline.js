@@ -345,7 +345,7 @@ class StorylineView {
         api.blob('GET', dlHref).then((b) => download(b, `step${s.step_index}-${field}.txt`));
       });
       note.appendChild(a);
-      out.appendChild(note);
+      out.insertBefore(note, pre); // the size first: the reader sees a preview is a preview
     }
     return out;
   }

@@ -311,6 +311,7 @@ func TestExplorer(t *testing.T) {
 		p.until("runs", `document.querySelectorAll('#runs-table tbody tr').length === 9`)
 		run(t, p.ctx, "j j j Enter", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("\r"))
 		p.until("third run opened", `location.pathname === '/storyline' && location.search.includes('codex')`)
+		p.until("its timeline", `document.querySelector('#step-row-0') && !document.querySelector('#step-row-0').textContent.includes('loading')`)
 		run(t, p.ctx, "?", chromedp.KeyEvent("?"))
 		p.until("help", `!document.querySelector('#help').hidden`)
 		run(t, p.ctx, "Esc", chromedp.KeyEvent("\x1b"))

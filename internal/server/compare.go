@@ -112,19 +112,25 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request, g Generation) e
 		return err
 	}
 	c := v.(*comparison)
-	total := int64(len(c.Rows))
-	lo := min(from, total)
-	hi := min(lo+limit, total)
-	var next any
-	if hi < total {
-		next = hi
-	}
+	rows, lo, next := slicePage(c.Rows, from, limit)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"snapshot_id": g.ID(), "a": c.A, "b": c.B, "delta": delta(c.A, c.B),
 		"counts": c.Count, "first_divergence": c.FirstDivergence,
-		"total_rows": total, "from": lo, "rows": c.Rows[lo:hi], "next_from": next,
+		"total_rows": len(c.Rows), "from": lo, "rows": rows, "next_from": next,
 	})
 	return nil
+}
+
+// slicePage cuts [from, from+limit) out of s; next is where the next page
+// starts, nil after the last.
+func slicePage[T any](s []T, from, limit int64) (page []T, lo int64, next any) {
+	total := int64(len(s))
+	lo = min(from, total)
+	hi := min(lo+limit, total)
+	if hi < total {
+		next = hi
+	}
+	return s[lo:hi], lo, next
 }
 
 // sideKey reads one side's identity: <side>_dataset, <side>_file,

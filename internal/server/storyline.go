@@ -307,10 +307,7 @@ func (s *Server) storylineEvents(w http.ResponseWriter, r *http.Request, g Gener
 	if err != nil {
 		return err
 	}
-	total := int64(len(evs))
-	lo := min(from, total)
-	hi := min(lo+limit, total)
-	page := evs[lo:hi]
+	page, _, next := slicePage(evs, from, limit)
 	out := make([]map[string]any, len(page))
 	for i := range page {
 		m := runObject(model.ColumnNames(model.RelEvents), model.Values(&page[i]))
@@ -319,11 +316,7 @@ func (s *Server) storylineEvents(w http.ResponseWriter, r *http.Request, g Gener
 		}
 		out[i] = m
 	}
-	var next any
-	if hi < total {
-		next = hi
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshot_id": g.ID(), "key": key, "events": out, "total": total, "next_from": next})
+	writeJSON(w, http.StatusOK, map[string]any{"snapshot_id": g.ID(), "key": key, "events": out, "total": len(evs), "next_from": next})
 	return nil
 }
 

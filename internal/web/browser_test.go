@@ -143,7 +143,7 @@ const probeScript = `
 window.__pc = { violations: [], longTasks: [] };
 document.addEventListener('securitypolicyviolation', (e) => window.__pc.violations.push(e.violatedDirective + ' ' + e.blockedURI));
 try {
-  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__pc.longTasks.push(e.duration); }).observe({ type: 'longtask', buffered: true });
+  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__pc.longTasks.push({ start: e.startTime, duration: e.duration }); }).observe({ type: 'longtask', buffered: true });
 } catch (e) {}
 `
 

@@ -81,8 +81,6 @@ export async function render(root, app) {
   const compareBar = h('div', { class: 'pager' });
   const tableBox = h('div');
   root.append(h('h1', null, 'Runs', dataset ? h('span', { class: 'muted' }, ' · ' + dataset) : ' · all Datasets'), form, compareBar, summary, tableBox);
-  facets(app, dataset, form);
-
   const started = performance.now();
   let r;
   try {
@@ -150,16 +148,31 @@ export async function render(root, app) {
   tableBox.appendChild(h('table', { class: 'grid', id: 'runs-table', 'aria-label': 'runs' }, h('thead', null, thead), tbody));
   const sel = new Selection(app, { onOpen: (i) => trs[i].querySelector('a.open').click() });
   sel.setRows(trs);
+  facets(app, dataset, form); // after the page: suggestions must not delay it
 }
 
 export function compareParams(a, b) {
   return { a_dataset: a[0], a_file: a[1], a_session_id: a[2], b_dataset: b[0], b_file: b[1], b_session_id: b[2] };
 }
 
+// facetCache holds the suggestions of each Snapshot and Dataset: paging
+// must not scan every run again.
+const facetCache = new Map();
+
 // facets fills the filter inputs' suggestions with the values present.
 async function facets(app, dataset, form) {
   const ds = dataset ? [app.datasetInfo(dataset)].filter(Boolean) : app.catalog.datasets;
   if (!ds.length) return;
+  const cacheKey = app.pinned + '\x00' + dataset;
+  if (!facetCache.has(cacheKey)) facetCache.set(cacheKey, facetRows(ds));
+  const rows = await facetCache.get(cacheKey);
+  if (!rows) { facetCache.delete(cacheKey); return; }
+  const lists = {};
+  for (const [f, v, n] of rows) (lists[f] = lists[f] || []).push(h('option', { value: v }, `${n} runs`));
+  for (const f of ['agent', 'model', 'status', 'format']) form.appendChild(h('datalist', { id: 'facet-' + f }, lists[f] || []));
+}
+
+async function facetRows(ds) {
   const cols = { agent: 'agent_name', model: 'agent_model_name', status: 'status', format: 'source_format' };
   const parts = [];
   for (const d of ds) {
@@ -167,11 +180,8 @@ async function facets(app, dataset, form) {
       parts.push(`SELECT '${f}' AS f, ${col} AS v, count(*) AS n FROM ${ident(d.alias)}.runs WHERE ${col} IS NOT NULL GROUP BY 2`);
     }
   }
-  let r;
   try {
-    r = await api.post('query', { sql: `SELECT f, v, sum(n) AS n FROM (${parts.join(' UNION ALL ')}) GROUP BY 1, 2 ORDER BY 1, 3 DESC LIMIT 2000`, max_rows: 2000 });
-  } catch { return; } // suggestions only
-  const lists = {};
-  for (const [f, v, n] of r.rows) (lists[f] = lists[f] || []).push(h('option', { value: v }, `${n} runs`));
-  for (const f of Object.keys(cols)) form.appendChild(h('datalist', { id: 'facet-' + f }, lists[f] || []));
+    const r = await api.post('query', { sql: `SELECT f, v, sum(n) AS n FROM (${parts.join(' UNION ALL ')}) GROUP BY 1, 2 ORDER BY 1, 3 DESC LIMIT 2000`, max_rows: 2000 });
+    return r.rows;
+  } catch { return null; } // suggestions only
 }

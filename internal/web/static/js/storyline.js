@@ -16,7 +16,7 @@ const PREVIEW_CHARS = 200;   // characters of each body in the timeline
 const DETAIL_CHARS = 20000;  // characters of each body in the detail
 const LOAD_ALL_MAX = 8 << 20; // "Load all" shows a body up to 8 MB; beyond, download
 const ROW_H = 64;            // keep in step with --row in app.css
-const MAX_PAGES = 400;       // pages kept in memory
+const MAX_PAGES = 60;        // pages kept in memory (6,000 steps)
 
 export async function render(root, app) {
   const p = app.params();
@@ -71,7 +71,7 @@ class StorylineView {
   constructor(root, app, key, params, info, t0) {
     Object.assign(this, { root, app, key, params, info, t0 });
     this.pages = new Map();   // page number → {steps} (bodies with previews)
-    this.loading = new Map(); // page number → Promise
+    this.loading = new Map(); // page number → {promise, abort}
     this.byId = new Map();    // step_id → step_index, for the pages seen
     this.hits = [];
     this.hitSet = new Set();
@@ -90,7 +90,9 @@ class StorylineView {
       h('p', { class: 'muted' }, 'Select a step (j/k, click) to see its messages, tool calls and results.'));
     story.append(listBox, this.detail);
     this.root.appendChild(story);
-    this.loading.set(firstPage, pagePromise.then((r) => this.loaded(firstPage, r), (e) => this.failed(firstPage, e)));
+    const first = { abort: new AbortController() }; // already under way: dropping it only forgets it
+    first.promise = pagePromise.then((r) => this.loaded(firstPage, r, first), (e) => this.failed(firstPage, e, first));
+    this.loading.set(firstPage, first);
     // Until the count arrives the list has the run's step_count rows, a
     // lower bound.
     this.list = new VirtualList(listBox, {
@@ -202,23 +204,28 @@ class StorylineView {
 
   // ---- pages ---------------------------------------------------------------
 
+  // want loads the pages of the rows on screen once scrolling rests, and
+  // drops the requests of pages scrolled past: a fast scroll through
+  // 100,000 steps asks only for where it stops.
   want(first, last) {
     clearTimeout(this.wantTimer);
     this.wantTimer = setTimeout(() => {
-      for (let pg = Math.floor(first / PAGE); pg <= Math.floor(last / PAGE); pg++) this.page(pg);
-    }, 30);
+      const lo = Math.floor(first / PAGE), hi = Math.floor(last / PAGE);
+      for (const [pg, req] of this.loading) if (pg < lo - 1 || pg > hi + 1) { req.abort.abort(); this.loading.delete(pg); }
+      for (let pg = lo; pg <= hi; pg++) this.page(pg);
+    }, 60);
   }
 
   page(pg) {
-    if (this.pages.has(pg)) return Promise.resolve(this.pages.get(pg));
-    if (this.loading.has(pg)) return this.loading.get(pg);
-    const pr = fetchPage(this.params, pg, this.aborter.signal).then((r) => this.loaded(pg, r), (e) => this.failed(pg, e));
-    this.loading.set(pg, pr);
-    return pr;
+    if (this.pages.has(pg) || this.loading.has(pg)) return;
+    const req = { abort: new AbortController() };
+    this.aborter.signal.addEventListener('abort', () => req.abort.abort(), { once: true });
+    req.promise = fetchPage(this.params, pg, req.abort.signal).then((r) => this.loaded(pg, r, req), (e) => this.failed(pg, e, req));
+    this.loading.set(pg, req);
   }
 
-  loaded(pg, r) {
-    this.loading.delete(pg);
+  loaded(pg, r, req) {
+    if (this.loading.get(pg) === req) this.loading.delete(pg);
     const byIndex = new Map(r.steps.map((s) => [s.step_index, s]));
     for (const s of r.steps) this.byId.set(s.step_id, s.step_index);
     this.pages.set(pg, byIndex);
@@ -232,8 +239,8 @@ class StorylineView {
     return byIndex;
   }
 
-  failed(pg, e) {
-    this.loading.delete(pg);
+  failed(pg, e, req) {
+    if (this.loading.get(pg) === req) this.loading.delete(pg);
     if (e.name !== 'AbortError') this.app.notice('Could not load steps: ' + e.message, { error: true });
   }
 

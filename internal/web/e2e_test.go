@@ -247,10 +247,11 @@ func TestExplorer(t *testing.T) {
 
 	t.Run("compare two runs", func(t *testing.T) {
 		p.t = t
-		p.open("/runs?dataset=ex&format=openai/chat-jsonl&sort=_file_")
-		p.until("three chats", `document.querySelectorAll('#runs-table tbody tr').length === 3`)
-		p.click(`#runs-table tbody tr:nth-child(1) input[type=checkbox]`)
-		p.click(`#runs-table tbody tr:nth-child(2) input[type=checkbox]`)
+		// Side A from a Storyline's "compare with…", side B ticked in Runs.
+		p.open(storylinePath("ex", "openai/support-chats.jsonl", "line-1"))
+		p.click("#compare-with")
+		p.until("runs with one pick", `document.querySelector('#runs-table') && document.querySelector('.pager').textContent.includes('1 picked for Compare')`)
+		p.click(`#runs-table input[type=checkbox][value='["ex","openai/support-chats.jsonl","line-2"]']`)
 		p.click("#compare-picked")
 		p.until("aligned", `document.querySelector('#compare-counts')`)
 		counts := p.str(`document.querySelector('#compare-counts').textContent`)

@@ -21,7 +21,7 @@ export async function render(root, app) {
   root.appendChild(picker(app, a, b));
   if (!a._file_ || !a.session_id || !b._file_ || !b.session_id) {
     root.appendChild(h('p', { class: 'muted' }, 'Pick two Storylines: tick two runs in ', h('a', { href: '/runs', 'data-nav': true }, 'Runs'),
-      ', or fill in both sides above (a Storyline\'s "compare with…" link fills in side A).'));
+      ' (a Storyline\'s "compare with…" link picks it there), or fill in both sides above.'));
     return;
   }
   const query = { a_dataset: a.dataset, a_file: a._file_, a_session_id: a.session_id, b_dataset: b.dataset, b_file: b._file_, b_session_id: b.session_id };

@@ -159,7 +159,7 @@ class StorylineView {
         links.continuation ? h('span', null, '→ continued in: ', linkTo(links.continuation.key, refLabel(links.continuation.ref))) : null,
         subs.length ? h('span', null, 'subagents: ', subs.map((l, i) => [i ? ', ' : '', linkTo(l.key, refLabel(l.ref))])) : null,
         h('span', null, 'download: ', dl('atif', 'ATIF'), ' · ', dl('openai', 'OpenAI messages'), ' · ', dl('canonical', 'canonical events')),
-        h('a', { href: app.href('/compare', { a_dataset: this.key.dataset, a_file: this.key._file_, a_session_id: this.key.session_id }), 'data-nav': true }, 'compare with…')),
+        h('a', { href: app.href('/runs', { dataset: this.key.dataset, pick: JSON.stringify([this.key.dataset, this.key._file_, this.key.session_id]) }), 'data-nav': true, id: 'compare-with', title: 'pick the run to compare this one with' }, 'compare with…')),
       agents.length > 1 || (agents.length === 1 && agents[0].key.session_id !== this.key.session_id) ? this.agentsTable(agents) : null,
       this.toolbar());
     this.root.appendChild(head);

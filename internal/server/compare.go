@@ -143,15 +143,17 @@ func sideKey(r *http.Request, g Generation, side string) (engine.StorylineKey, e
 			sub.Set(name, v)
 		}
 	}
+	if sub.Get("file") == "" || sub.Get("session_id") == "" {
+		return engine.StorylineKey{}, badRequest("parameters %[1]s_file and %[1]s_session_id (Storyline %[1]s) are required", side)
+	}
+	if n := len(g.Snapshot().Datasets); n > 1 && sub.Get("dataset") == "" {
+		return engine.StorylineKey{}, badRequest("parameter %s_dataset is required: this server mounts %d Datasets", side, n)
+	}
 	u := *r.URL
 	u.RawQuery = sub.Encode()
 	rr := *r
 	rr.URL = &u
-	key, err := storylineKey(&rr, g)
-	if err != nil {
-		return key, badRequest("Storyline %[1]s: parameters %[1]s_file and %[1]s_session_id are required (and %[1]s_dataset when several Datasets are mounted): %[2]v", side, err)
-	}
-	return key, nil
+	return storylineKey(&rr, g)
 }
 
 func compareStorylines(ctx context.Context, rd StorylineReader, ka, kb engine.StorylineKey) (*comparison, error) {

@@ -288,6 +288,7 @@ class StorylineView {
     this.list.refresh(old, old);
     this.list.scrollIntoView(i, center);
     this.list.refresh(i, i);
+    this.list.scroller.setAttribute('aria-activedescendant', 'step-row-' + i);
     this.app.replace({ ...this.params, step: i, find: this.findText || '' });
     this.showDetail(i);
   }

@@ -18,7 +18,7 @@ export class VirtualList {
     this.onRange = onRange;
     this.scroller = container;
     container.classList.add('vscroll');
-    container.setAttribute('role', 'list');
+    container.setAttribute('role', 'listbox');
     this.spacer = document.createElement('div');
     this.spacer.className = 'vspacer';
     this.window = document.createElement('div');
@@ -97,7 +97,10 @@ export class VirtualList {
       if (!el) {
         el = this.pool.pop() || document.createElement('div');
         el.className = 'vrow';
-        el.setAttribute('role', 'listitem');
+        el.setAttribute('role', 'option');
+        // Only the visible rows exist: their place in the whole is told.
+        el.setAttribute('aria-setsize', String(this.n));
+        el.setAttribute('aria-posinset', String(i + 1));
         this.rows.set(i, el);
         this.window.appendChild(el);
         this.renderRow(i, el);

@@ -290,6 +290,16 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("pruning report: %s", p.str(`document.querySelector('#sql-report').textContent`))
 		}
 		p.shot("sql")
+		// The downloads are made from blobs the page fetched: nothing the
+		// policy forbids.
+		var csv string
+		p.eval(`import('/assets/`+webVersion(t, p)+`/js/api.js').then(m => m.blob('POST', '/api/query', {sql: 'SELECT 1 AS one', format: 'csv'})).then(b => b.text())`, &csv)
+		if csv != "one\n1\n" {
+			t.Fatalf("CSV download: %q", csv)
+		}
+		p.clickX("//button[text()='Download CSV']")
+		p.clickX("//button[text()='Download JSON']")
+		checkNothingRan(t, p)
 		p.click("#sql-result a.open")
 		p.until("a Storyline from a row", `location.pathname === '/storyline' && location.search.includes('dataset=ex')`)
 

@@ -80,6 +80,12 @@ let renderSeq = 0;
 
 async function render() {
   const seq = ++renderSeq;
+  // Opening a view is the reader's move: it shows the newest Snapshot.
+  // Only the view on screen keeps the one it was opened on.
+  if (newer) {
+    try { await adopt(); } catch { /* keep the pinned one; the view will say what failed */ }
+    if (seq !== renderSeq) return;
+  }
   if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
   app.keys = {};
   const view = views[location.pathname] || null;
@@ -130,9 +136,7 @@ function announceNewer(id, builtAt) {
 }
 
 async function switchSnapshot() {
-  document.getElementById('notice').hidden = true;
-  await loadCatalog();
-  newer = '';
+  await adopt();
   render();
 }
 
@@ -147,13 +151,14 @@ async function loadCatalog() {
   return c;
 }
 
-// app.adopt is called by the Catalog's Refresh button: the reader asked
-// for the new data, so the page switches to it.
-app.adopt = async function () {
+// adopt switches the page to the server's current Snapshot: when the
+// reader opens a view, and after the Catalog's Refresh.
+async function adopt() {
+  await loadCatalog();
   newer = '';
   document.getElementById('notice').hidden = true;
-  await loadCatalog();
-};
+}
+app.adopt = adopt;
 
 async function poll() {
   if (document.hidden || !app.pinned) return;

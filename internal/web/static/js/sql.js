@@ -117,6 +117,7 @@ function resultTable(app, r, from, to) {
   const fi = names.indexOf('_file_'), si = names.indexOf('session_id'), di = names.indexOf('dataset');
   const linked = fi >= 0 && si >= 0;
   const si2 = names.indexOf('step_index');
+  const numeric = r.columns.map((c) => /^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|DOUBLE|FLOAT|REAL|DECIMAL.*)$/.test(c.type));
   const head = h('tr', null, linked ? h('th', { scope: 'col' }, '') : null,
     r.columns.map((c) => h('th', { scope: 'col', title: c.type }, c.name, h('span', { class: 'muted' }, ' ' + c.type.toLowerCase()))));
   const body = h('tbody');
@@ -127,7 +128,8 @@ function resultTable(app, r, from, to) {
       const key = { dataset: di >= 0 && row[di] ? row[di] : app.dataset(), _file_: row[fi], session_id: row[si] };
       open = h('a', { href: app.storylineHref(key, si2 >= 0 && row[si2] !== null ? { step: row[si2] } : null), 'data-nav': true, class: 'open' }, 'open');
     }
-    body.appendChild(h('tr', null, linked ? h('td', null, open) : null, row.map((v) => h('td', { class: 'cell', title: typeof v === 'string' && v.length > 60 ? v.slice(0, 2000) : null }, cell(v)))));
+    body.appendChild(h('tr', null, linked ? h('td', null, open) : null,
+      row.map((v, j) => h('td', { class: numeric[j] ? 'num' : 'cell', title: typeof v === 'string' && v.length > 60 ? v.slice(0, 2000) : null }, cell(v)))));
   }
   return h('table', { class: 'grid', id: 'sql-result' }, h('thead', null, head), body);
 }

@@ -22,8 +22,10 @@ const SORTS = ['started_at', 'ended_at', 'duration', 'step_count', 'tool_call_co
 // Columns: [label, sort key or null, numeric, render].
 const COLUMNS = [
   ['started', 'started_at', false, (r) => time(r.started_at)],
-  ['Storyline', '_file_', false, (r, app) => h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.session_id }), 'data-nav': true, class: 'open' },
-    h('span', { class: 'mono' }, r._file_), ' ', h('span', { class: 'muted mono' }, r.session_id))],
+  ['Storyline', '_file_', false, (r, app) => [h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.session_id }), 'data-nav': true, class: 'open' },
+    h('span', { class: 'mono' }, r._file_), ' ', h('span', { class: 'muted mono' }, r.session_id)),
+    r.parent_session_id ? [' ', h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.parent_session_id }), 'data-nav': true, class: 'chip', title: 'the parent agent' }, 'subagent of ' + r.parent_session_id)] : null,
+    r.subagent_refs && r.subagent_refs.length ? [' ', h('span', { class: 'chip', title: 'subagents started by this run' }, r.subagent_refs.length + ' subagent' + (r.subagent_refs.length > 1 ? 's' : ''))] : null]],
   ['agent', 'agent_name', false, (r) => r.agent_name || '—'],
   ['model', 'agent_model_name', false, (r) => r.agent_model_name || '—'],
   ['format', 'source_format', false, (r) => r.source_format],

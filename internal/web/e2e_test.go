@@ -144,6 +144,10 @@ func TestExplorer(t *testing.T) {
 		if sessions != "run-000048,run-000036,run-000024,run-000012,run-000000" {
 			t.Fatalf("agent=alpha status=completed sorted by -session_id: %s", sessions)
 		}
+		// A time range, in UTC.
+		p.open("/runs?dataset=more&since=2026-01-01T00:30:00Z&until=2026-01-01T00:40:00Z")
+		p.until("ten minutes of runs", `document.querySelector('#runs-table') && document.querySelector('.pager[role=status]').textContent.includes('of 10') &&
+			document.querySelector('input[name=since]').value.startsWith('2026-01-01T00:30')`)
 		p.shot("runs")
 	})
 

@@ -13,7 +13,7 @@ export const title = 'Runs';
 const FILTERS = [
   ['q', 'text', 'file, session, agent, model…'],
   ['agent', 'agent', ''], ['model', 'model', ''], ['status', 'status', ''], ['format', 'format', ''],
-  ['since', 'since', 'started at or after (RFC 3339)'], ['until', 'until', 'started before'],
+  ['since', 'since (UTC)', ''], ['until', 'until (UTC)', ''],
 ];
 
 const SORTS = ['started_at', 'ended_at', 'duration', 'step_count', 'tool_call_count', 'prompt_tokens', 'completion_tokens',
@@ -54,7 +54,10 @@ export async function render(root, app) {
   const form = h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter runs' });
   const inputs = {};
   for (const [k, label, ph] of FILTERS) {
-    const input = h('input', { name: k, value: filters[k] || '', placeholder: ph, list: 'facet-' + k, size: k === 'q' ? 24 : 12, 'aria-label': 'filter ' + label });
+    const time = k === 'since' || k === 'until';
+    const input = time
+      ? h('input', { name: k, type: 'datetime-local', step: 1, value: toLocalInput(filters[k]), 'aria-label': 'started ' + (k === 'since' ? 'at or after' : 'before') + ' (UTC)' })
+      : h('input', { name: k, value: filters[k] || '', placeholder: ph, list: 'facet-' + k, size: k === 'q' ? 24 : 12, 'aria-label': 'filter ' + label });
     if (k === 'q') input.dataset.slash = '';
     inputs[k] = input;
     form.appendChild(h('label', null, label, input));
@@ -70,7 +73,7 @@ export async function render(root, app) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const next = { dataset: p.get('dataset') };
-    for (const [k] of FILTERS) next[k] = inputs[k].value.trim();
+    for (const [k] of FILTERS) next[k] = k === 'since' || k === 'until' ? fromLocalInput(inputs[k].value) : inputs[k].value.trim();
     next.sort = sortSel.value === '-started_at' ? '' : sortSel.value;
     next.limit = limitSel.value === '50' ? '' : limitSel.value;
     app.go('/runs', next);
@@ -151,6 +154,19 @@ export async function render(root, app) {
   const sel = new Selection(app, { onOpen: (i) => trs[i].querySelector('a.open').click() });
   sel.setRows(trs);
   facets(app, dataset, form); // after the page: suggestions must not delay it
+}
+
+// The time filters are UTC: a datetime-local box shows an RFC 3339 time
+// without its zone, and gives it back with Z.
+function toLocalInput(v) {
+  if (!v) return '';
+  const d = new Date(v);
+  return isNaN(d) ? '' : d.toISOString().slice(0, 19);
+}
+
+function fromLocalInput(v) {
+  if (!v) return '';
+  return (v.length === 16 ? v + ':00' : v.slice(0, 19)) + 'Z';
 }
 
 export function compareParams(a, b) {

@@ -428,7 +428,7 @@ func checkNothingRan(t *testing.T, p *page) {
 		Violations []string `json:"violations"`
 	}
 	p.eval(`({pwned: window.__pwned === undefined ? null : String(window.__pwned),
-		elements: document.querySelectorAll('#view img, #view script, #view iframe, #view svg, #view style, #view b').length,
+		elements: document.querySelectorAll('#view img, #view script, #view iframe, #view svg, #view style, #view b, [href^="javascript:" i], [src^="javascript:" i], a[href^="data:" i]').length,
 		violations: window.__pc.violations})`, &state)
 	if state.Pwned != nil || state.Elements != 0 || len(state.Violations) != 0 {
 		b, _ := json.Marshal(state)

@@ -339,9 +339,9 @@ class StorylineView {
       if (t.bytes <= LOAD_ALL_MAX) {
         note.appendChild(btn('Load all', 'show the whole ' + field, async () => {
           try {
-            const r = await api.get('storyline/bodies', { ...this.params, from: s.step_index, limit: 1, max_chars: 0 });
-            const full = pickField(r.steps[0], field, callIndex);
-            clear(pre).append(...highlight(full ? full.value : '', q));
+            // The one body alone: the step's other bodies may be far bigger.
+            const full = await (await api.blob('GET', dlHref)).text();
+            clear(pre).append(...highlight(field === 'arguments' ? pretty(full) : full, q));
             note.remove();
           } catch (e) { note.appendChild(errorBox(e)); }
         }));
@@ -484,11 +484,4 @@ function statusMark(c) {
 
 function pretty(v) {
   try { return JSON.stringify(JSON.parse(v), null, 2); } catch { return v; }
-}
-
-function pickField(s, field, callIndex) {
-  if (!s) return null;
-  if (callIndex === undefined || callIndex === null) return s[field];
-  const c = [...s.calls, ...s.results_of].find((x) => x.call_index === callIndex);
-  return c ? c[field] : null;
 }

@@ -47,7 +47,7 @@ function append(el, children) {
 
 // safeHref admits only this origin's paths and blob: URLs the page made:
 // a javascript: or data: URL can never become a link.
-export function safeHref(v) {
+function safeHref(v) {
   const s = String(v);
   if (s.startsWith('/') && !s.startsWith('//')) return s;
   if (s.startsWith('blob:' + location.origin + '/')) return s;
@@ -58,12 +58,6 @@ export function safeHref(v) {
 export function clear(el) {
   while (el.firstChild) el.removeChild(el.firstChild);
   return el;
-}
-
-// text is a span holding v as text, or a muted NULL.
-export function text(v, cls) {
-  if (v === null || v === undefined) return h('span', { class: 'null' }, 'NULL');
-  return h('span', cls ? { class: cls } : null, String(v));
 }
 
 // highlight returns text with every case-insensitive occurrence of needle

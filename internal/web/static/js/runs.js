@@ -169,7 +169,7 @@ function fromLocalInput(v) {
   return (v.length === 16 ? v + ':00' : v.slice(0, 19)) + 'Z';
 }
 
-export function compareParams(a, b) {
+function compareParams(a, b) {
   return { a_dataset: a[0], a_file: a[1], a_session_id: a[2], b_dataset: b[0], b_file: b[1], b_session_id: b[2] };
 }
 

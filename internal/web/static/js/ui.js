@@ -1,6 +1,6 @@
 // Widgets shared by the views: error boxes, tables, keyboard selection.
 import { ApiError } from './api.js';
-import { h, clear } from './dom.js';
+import { h } from './dom.js';
 
 export function errorBox(e) {
   const msg = e instanceof ApiError ? `${e.code}: ${e.message}` : String(e && e.message ? e.message : e);
@@ -56,23 +56,12 @@ export class Selection {
 }
 
 // table renders a grid: columns [{label, num, render(row)}].
-export function table(columns, rows, { caption, rowAttrs } = {}) {
+export function table(columns, rows) {
   const t = h('table', { class: 'grid' },
-    caption ? h('caption', { class: 'muted' }, caption) : null,
     h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.head || c.label)))),
   );
   const body = h('tbody');
-  const trs = rows.map((r) => {
-    const tr = h('tr', rowAttrs ? rowAttrs(r) : null, columns.map((c) => h('td', { class: c.num ? 'num' : c.cls || null }, c.render(r))));
-    body.appendChild(tr);
-    return tr;
-  });
+  for (const r of rows) body.appendChild(h('tr', null, columns.map((c) => h('td', { class: c.num ? 'num' : c.cls || null }, c.render(r)))));
   t.appendChild(body);
-  t.rows_ = trs;
   return t;
-}
-
-// loading shows a status line while a view waits.
-export function loading(el, what) {
-  clear(el).appendChild(h('p', { class: 'muted', role: 'status' }, 'Loading ' + what + '…'));
 }

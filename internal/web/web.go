@@ -97,18 +97,6 @@ var current = func() *assets {
 // Version is the hash that names the current assets (/assets/<version>/).
 func Version() string { return current.version }
 
-// AssetNames lists the files served under /assets/<version>/.
-func AssetNames() []string {
-	var names []string
-	for n := range current.files {
-		if n != "index.html" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
 // Handler serves the Explorer: assets under /assets/<version>/ and the HTML
 // shell for every other GET (the page routes on the path itself).
 func Handler() http.Handler {

@@ -58,7 +58,7 @@ export class Selection {
 // table renders a grid: columns [{label, num, render(row)}].
 export function table(columns, rows) {
   const t = h('table', { class: 'grid' },
-    h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.head || c.label)))),
+    h('thead', null, h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label)))),
   );
   const body = h('tbody');
   for (const r of rows) body.appendChild(h('tr', null, columns.map((c) => h('td', { class: c.num ? 'num' : c.cls || null }, c.render(r)))));

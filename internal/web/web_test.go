@@ -31,6 +31,7 @@ func TestHandler(t *testing.T) {
 		{"/", "text/html; charset=utf-8", "no-cache", 200, `src="/assets/` + v + `/js/main.js"`},
 		{"/storyline?file=a&session_id=b", "text/html; charset=utf-8", "no-cache", 200, `<main id="view"`},
 		{"/runs", "text/html; charset=utf-8", "no-cache", 200, `href="/assets/` + v + `/app.css"`},
+		{"/sql", "text/html; charset=utf-8", "no-cache", 200, `<link rel="modulepreload" href="/assets/` + v + `/js/vlist.js">`},
 		{"/assets/" + v + "/js/main.js", "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", 200, "import"},
 		{"/assets/" + v + "/app.css", "text/css; charset=utf-8", "public, max-age=31536000, immutable", 200, ":root"},
 		{"/assets/0000000000000000/app.css", "text/css; charset=utf-8", "no-cache", 200, ":root"},

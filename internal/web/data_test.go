@@ -86,6 +86,18 @@ func payloadATIF() string {
   ]}`, payloadMessage, strings.Repeat("log line\n", 5000))
 }
 
+// continuedATIF is segment n of a run written in two files; the first
+// names the second as its continuation.
+func continuedATIF(n int) string {
+	ref := ""
+	if n == 1 {
+		ref = `"continued_trajectory_ref": "part2.trajectory.json",`
+	}
+	return fmt.Sprintf(`{"schema_version": "ATIF-v1.6", "session_id": "cont-run", %s
+  "agent": {"name": "segmented"},
+  "steps": [{"step_id": 1, "source": "user", "message": "segment %d"}]}`, ref, n)
+}
+
 // exampleDataset copies the bundled examples into a new directory and adds
 // the hostile and multi-agent trajectories.
 func exampleDataset(t *testing.T) string {
@@ -107,7 +119,7 @@ func exampleDataset(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for name, body := range map[string]string{"hostile/" + hostileFile: hostileATIF, "team/team.trajectory.json": multiagentATIF,
-		"big/payload.trajectory.json": payloadATIF()} {
+		"big/payload.trajectory.json": payloadATIF(), "cont/part1.trajectory.json": continuedATIF(1), "cont/part2.trajectory.json": continuedATIF(2)} {
 		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
 			t.Fatal(err)
 		}

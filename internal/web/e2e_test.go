@@ -107,7 +107,7 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open("/")
 		p.until("two Datasets listed", `document.querySelectorAll('section.dataset').length === 2`)
-		p.until("sources of ex listed", `[...document.querySelectorAll('section.dataset')].some(s => s.querySelectorAll('tbody tr').length === 6)`)
+		p.until("sources of ex listed", `[...document.querySelectorAll('section.dataset')].some(s => s.querySelectorAll('tbody tr').length === 8)`)
 		p.shot("catalog")
 		// Selecting a Dataset narrows the view and goes into the URL.
 		run(t, p.ctx, "select Dataset more", chromedp.SetValue(chromedp.CSS("#dataset-select"), "more"),
@@ -211,6 +211,15 @@ func TestExplorer(t *testing.T) {
 		p.shot("storyline-subagent")
 	})
 
+	t.Run("continuation link", func(t *testing.T) {
+		p.t = t
+		p.open(storylinePath("ex", "cont/part1.trajectory.json", "cont-run"))
+		p.until("the link", `[...document.querySelectorAll('#story-links a')].some(a => a.textContent === 'part2.trajectory.json')`)
+		p.clickX("//div[@id='story-links']//a[text()='part2.trajectory.json']")
+		p.until("the next segment", `decodeURIComponent(location.search).includes('file=cont/part2.trajectory.json') &&
+			(document.querySelector('#step-row-0') || {}).textContent?.includes('segment 2')`)
+	})
+
 	t.Run("find in storyline", func(t *testing.T) {
 		p.t = t
 		p.open(storylinePath("ex", "atif/fix-failing-test.trajectory.json", "example-fix-failing-test"))
@@ -289,8 +298,8 @@ func TestExplorer(t *testing.T) {
 			chromedp.SetValue(chromedp.CSS("#sql-editor"), "SELECT _file_, session_id, step_count FROM ex.runs ORDER BY _file_, session_id"),
 			chromedp.Focus(chromedp.CSS("#sql-editor")),
 			chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
-		p.until("9 rows with links", `document.querySelectorAll('#sql-result tbody tr').length === 9 && document.querySelectorAll('#sql-result a.open').length === 9`)
-		if !strings.Contains(p.str(`document.querySelector('#sql-report summary').textContent`), "read 6 of 6 sources") {
+		p.until("11 rows with links", `document.querySelectorAll('#sql-result tbody tr').length === 11 && document.querySelectorAll('#sql-result a.open').length === 11`)
+		if !strings.Contains(p.str(`document.querySelector('#sql-report summary').textContent`), "read 8 of 8 sources") {
 			t.Fatalf("pruning report: %s", p.str(`document.querySelector('#sql-report').textContent`))
 		}
 		p.shot("sql")
@@ -323,7 +332,7 @@ func TestExplorer(t *testing.T) {
 	t.Run("keyboard", func(t *testing.T) {
 		p.t = t
 		p.open("/runs?dataset=ex&sort=_file_")
-		p.until("runs", `document.querySelectorAll('#runs-table tbody tr').length === 9`)
+		p.until("runs", `document.querySelectorAll('#runs-table tbody tr').length === 11`)
 		run(t, p.ctx, "j j j Enter", chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), chromedp.KeyEvent("\r"))
 		p.until("third run opened", `location.pathname === '/storyline' && location.search.includes('codex')`)
 		p.until("its timeline", `document.querySelector('#step-row-0') && !document.querySelector('#step-row-0').textContent.includes('loading')`)
@@ -363,7 +372,7 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("key headers: %v", sent)
 		}
 		p.open("/runs?dataset=ex")
-		p.until("still browsable with keys", `document.querySelectorAll('#runs-table tbody tr').length === 9`)
+		p.until("still browsable with keys", `document.querySelectorAll('#runs-table tbody tr').length === 11`)
 		p.open("/settings")
 		p.click("#clear-keys")
 		p.until("forgotten", `localStorage.getItem('pchronicle.catalog.access_key') === null`)
@@ -372,11 +381,11 @@ func TestExplorer(t *testing.T) {
 	t.Run("refresh after a file is added", func(t *testing.T) {
 		p.t = t
 		p.open("/?dataset=ex")
-		p.until("catalog", `document.querySelector('#refresh') && document.querySelector('section.dataset dd').textContent === '6'`)
+		p.until("catalog", `document.querySelector('#refresh') && document.querySelector('section.dataset dd').textContent === '8'`)
 		before := p.str(`document.querySelector('#snapshot-badge').textContent`)
 		copyExample(t, ex, "added/one.trajectory.json")
 		p.click("#refresh")
-		p.until("the new source", `document.querySelector('section.dataset dd') && document.querySelector('section.dataset dd').textContent === '7'`)
+		p.until("the new source", `document.querySelector('section.dataset dd') && document.querySelector('section.dataset dd').textContent === '9'`)
 		if after := p.str(`document.querySelector('#snapshot-badge').textContent`); after == before {
 			t.Fatalf("the snapshot badge still says %s", after)
 		}
@@ -386,12 +395,12 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("POST /api/catalog: %d", code)
 		}
 		p.until("new snapshot notice", `!document.querySelector('#notice').hidden && document.querySelector('#notice').textContent.includes('A new snapshot is available')`)
-		if got := p.str(`document.querySelector('section.dataset dd').textContent`); got != "7" {
+		if got := p.str(`document.querySelector('section.dataset dd').textContent`); got != "9" {
 			t.Fatalf("the page switched data under the reader: %s sources", got)
 		}
 		p.shot("catalog-new-snapshot")
 		p.click("#notice button")
-		p.until("switched", `document.querySelector('section.dataset dd').textContent === '8' && document.querySelector('#notice').hidden`)
+		p.until("switched", `document.querySelector('section.dataset dd').textContent === '10' && document.querySelector('#notice').hidden`)
 	})
 
 	checkNothingRan(t, p)

@@ -34,7 +34,8 @@ const app = {
   // dataset is the Dataset the URL names, else the default one, else ''
   // (every Dataset, where a view allows it).
   dataset() {
-    const p = this.params().get('dataset');
+    const q = this.params();
+    const p = q.get('dataset') || q.get('a_dataset'); // Compare names its Datasets per side
     if (p) return p;
     if (!this.catalog) return '';
     return this.catalog.default_dataset || (this.catalog.datasets.length === 1 ? this.catalog.datasets[0].name : '');

@@ -9,6 +9,8 @@ source scripts/env.sh
 # Real S3 (versitygw), Azure (Azurite) and GCS (fake-gcs-server) servers for
 # the object-store conformance suite, pinned, under .tools/.
 bash scripts/install-test-servers.sh
+# Debian's Chromium, pinned, for the Web Explorer's browser tests.
+bash scripts/install-chromium.sh
 go vet ./...
 go test -count=1 -timeout 45m "$@" ./...
 # Packages under internal/ whose tests also run with -race (docs/testing.md

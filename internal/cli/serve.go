@@ -20,6 +20,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/query"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
+	"github.com/pchronicle/pchronicle/internal/web"
 )
 
 // serveFlags are serve's own settings beside the shared Dataset flags.
@@ -178,7 +179,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 	cfg := generation.Config{Mounts: mounts, Positional: positional, Options: opts, Limits: limits,
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
 	rt := &serving.Runtime{}
-	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout})
+	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout, UI: web.Handler()})
 	return listenAndServe(ctx, e, log, sf, srv, func() (func(), error) {
 		started, err := generation.Start(ctx, cfg)
 		if err != nil {

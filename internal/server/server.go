@@ -141,6 +141,8 @@ func (s *Server) table() []routeDef {
 		{method: "GET", path: "/api/storyline/find", handle: s.storylineFind, etag: true},
 		{method: "GET", path: "/api/storyline/events", handle: s.storylineEvents, etag: true},
 		{method: "GET", path: "/api/storyline/export", handle: s.storylineExport, etag: true},
+		{method: "GET", path: "/api/storyline/text", handle: s.storylineText, etag: true},
+		{method: "GET", path: "/api/compare", handle: s.compare, etag: true},
 		{method: "GET", path: "/api/search", handle: s.search, etag: true},
 		{method: "POST", path: "/api/query", handle: s.query},
 		{method: "POST", path: "/api/query/evidence", handle: s.evidence},

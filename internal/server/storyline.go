@@ -313,10 +313,7 @@ func (s *Server) storylineEvents(w http.ResponseWriter, r *http.Request, g Gener
 	if err != nil {
 		return err
 	}
-	total := int64(len(evs))
-	lo := min(from, total)
-	hi := min(lo+limit, total)
-	page := evs[lo:hi]
+	page, _, next := slicePage(evs, from, limit)
 	out := make([]map[string]any, len(page))
 	for i := range page {
 		m := runObject(model.ColumnNames(model.RelEvents), model.Values(&page[i]))
@@ -325,11 +322,7 @@ func (s *Server) storylineEvents(w http.ResponseWriter, r *http.Request, g Gener
 		}
 		out[i] = m
 	}
-	var next any
-	if hi < total {
-		next = hi
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshot_id": g.ID(), "key": key, "events": out, "total": total, "next_from": next})
+	writeJSON(w, http.StatusOK, map[string]any{"snapshot_id": g.ID(), "key": key, "events": out, "total": len(evs), "next_from": next})
 	return nil
 }
 
@@ -365,12 +358,7 @@ func (s *Server) storylineExport(w http.ResponseWriter, r *http.Request, g Gener
 	if err != nil {
 		return err
 	}
-	name := strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || strings.ContainsRune(`"\/;:*?<>|`, r) {
-			return '_'
-		}
-		return r
-	}, key.SessionID) + ext
+	name := safeFileName(key.SessionID) + ext
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -1,9 +1,9 @@
 package catalog
 
 import (
-	"path"
 	"fmt"
 	"os"
+	"path"
 	"time"
 )
 

@@ -56,11 +56,11 @@ func appendEvents(t *testing.T, store string, evs []model.Event) {
 	}
 }
 
-func startRuntime(t *testing.T, root string, every time.Duration) *Runtime {
+func startRuntime(t *testing.T, root string, every, idle time.Duration) *Runtime {
 	t.Helper()
 	opts := catalog.DefaultOptions()
 	rt, err := Start(context.Background(), Config{Mounts: []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, Positional: true,
-		Options: opts, Limits: engine.LimitsFrom(opts), Parser: parser, Supervise: true, SuperviseEvery: every})
+		Options: opts, Limits: engine.LimitsFrom(opts), Parser: parser, Supervise: true, SuperviseEvery: every, IdleFor: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestProjectionSupervisor(t *testing.T) {
 	root := t.TempDir()
 	store := filepath.Join(root, "live", events.DirName)
 	appendEvents(t, store, session("s1", 0, 3))
-	rt := startRuntime(t, root, 100*time.Millisecond)
+	rt := startRuntime(t, root, 100*time.Millisecond, 200*time.Millisecond)
 	if p := projected(t, store); p != 1 {
 		t.Fatalf("projection at start reflects revision %d, want 1", p)
 	}
@@ -171,20 +171,20 @@ func TestProjectionSupervisor(t *testing.T) {
 	}
 }
 
-// While events keep arriving, the supervisor does not rebuild: each tick
-// sees a new revision and waits.
+// While events keep arriving, the supervisor does not rebuild: a store is
+// idle only once its revision stayed the same for the idle window (here
+// longer than any one append takes, even on a loaded machine).
 func TestSupervisorWaitsForAnIdleStore(t *testing.T) {
 	root := t.TempDir()
 	store := filepath.Join(root, "live", events.DirName)
 	appendEvents(t, store, session("s1", 0, 1))
-	rt := startRuntime(t, root, 150*time.Millisecond)
+	rt := startRuntime(t, root, 100*time.Millisecond, 3*time.Second)
 	g, release := current(t, rt)
 	first := g.Number()
 	release()
-	stop := time.Now().Add(1200 * time.Millisecond)
+	stop := time.Now().Add(2 * time.Second)
 	for i := int64(1); time.Now().Before(stop); i++ {
-		appendEvents(t, store, session("s1", i, 1))
-		time.Sleep(40 * time.Millisecond)
+		appendEvents(t, store, session("s1", i, 1)) // back to back
 	}
 	if p := projected(t, store); p != 1 {
 		t.Fatalf("the projection was rebuilt while events arrived: revision %d", p)
@@ -204,7 +204,7 @@ func TestNewCanonicalStoreIsPublished(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "a.jsonl"), []byte(`{"messages":[{"role":"user","content":"hi"}]}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt := startRuntime(t, root, 50*time.Millisecond)
+	rt := startRuntime(t, root, 50*time.Millisecond, 100*time.Millisecond)
 	appendEvents(t, filepath.Join(root, "new", events.DirName), session("n1", 0, 2))
 	eventually(t, "a generation holds the new store", func() bool {
 		g, release := current(t, rt)

@@ -31,8 +31,11 @@ type Config struct {
 	// events stores of the mounted Datasets up to date (supervisor.go):
 	// the server's one write, to the deterministic sibling projection.
 	Supervise bool
-	// SuperviseEvery is how often the supervisor looks (default 2s).
+	// SuperviseEvery is how often the supervisor looks (default 2s), and
+	// IdleFor how long a store's revision must stay the same before its
+	// projection is rebuilt (default two ticks).
 	SuperviseEvery time.Duration
+	IdleFor        time.Duration
 	// RetryLimit bounds the retries of a failed refresh (default 3), each
 	// after RetryBackoff doubled (default 1s).
 	RetryLimit   int
@@ -97,6 +100,9 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.SuperviseEvery <= 0 {
 		cfg.SuperviseEvery = 2 * time.Second
+	}
+	if cfg.IdleFor <= 0 {
+		cfg.IdleFor = 2 * cfg.SuperviseEvery
 	}
 	if cfg.RetryLimit <= 0 {
 		cfg.RetryLimit = 3

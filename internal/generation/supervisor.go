@@ -32,17 +32,24 @@ type ProjectionState struct {
 	CheckedAt time.Time `json:"checked_at"`
 }
 
+// seenRevision is a store's latest revision and when the supervisor first
+// saw it: the store is idle once that is IdleFor ago.
+type seenRevision struct {
+	revision int64
+	since    time.Time
+}
+
 type supervisor struct {
 	r     *Runtime
 	ticks int
 
 	mu    sync.Mutex
 	state map[string]*ProjectionState // by store path
-	seen  map[string]int64            // revision seen at the previous tick
+	seen  map[string]seenRevision     // by store path
 }
 
 func newSupervisor(r *Runtime) *supervisor {
-	return &supervisor{r: r, state: map[string]*ProjectionState{}, seen: map[string]int64{}}
+	return &supervisor{r: r, state: map[string]*ProjectionState{}, seen: map[string]seenRevision{}}
 }
 
 // stores lists the local canonical events stores of a Snapshot (remote
@@ -114,12 +121,16 @@ func (s *supervisor) tick(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		now := time.Now()
 		s.mu.Lock()
-		prevSeen, known := s.seen[src.Path]
-		s.seen[src.Path] = rev.Revision
+		seen, known := s.seen[src.Path]
+		if !known || seen.revision != rev.Revision {
+			seen = seenRevision{revision: rev.Revision, since: now}
+			s.seen[src.Path] = seen
+		}
 		s.mu.Unlock()
-		if fresh(src, rev) || !known || prevSeen != rev.Revision {
-			continue // up to date, or not seen idle for a whole tick yet
+		if fresh(src, rev) || now.Sub(seen.since) < s.r.cfg.IdleFor {
+			continue // up to date, or events arrived within the idle window
 		}
 		if s.project(ctx, src.Dataset().Mount.NamespacePath(), src) {
 			published = true

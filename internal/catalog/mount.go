@@ -39,6 +39,9 @@ type DatasetMount struct {
 	Config objstore.Config
 	// Filter keeps only the sources its --include/--exclude globs select.
 	Filter PathFilter
+	// Unrecognized, when set, is this Dataset's policy for files no adapter
+	// recognizes (Options.Unrecognized otherwise): a pin can ask for it.
+	Unrecognized string
 }
 
 // NamespacePath is the namespace joined with '/'.
@@ -117,6 +120,9 @@ func ValidateMounts(mounts []DatasetMount) error {
 		}
 		if err := m.Filter.Validate(); err != nil {
 			return fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
+		}
+		if u := m.Unrecognized; u != "" && u != UnrecognizedWarn && u != UnrecognizedFail {
+			return fmt.Errorf("Dataset %s: unrecognized = %q is not warn or error", m.NamespacePath(), u)
 		}
 	}
 	return nil

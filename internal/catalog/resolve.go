@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -287,6 +288,14 @@ func (s *Source) normalizePath(ctx context.Context, path string, check func(os.F
 	return res, nil
 }
 
+// unrecognizedPolicy is the Dataset's own policy, else the Snapshot's.
+func (s *Source) unrecognizedPolicy() string {
+	if p := s.dataset.Mount.Unrecognized; p != "" {
+		return p
+	}
+	return s.snap.Options.Unrecognized
+}
+
 // notTrajectory is a file no adapter recognizes, read under the warn
 // policy for unrecognized files: it is not a trajectory source, so it
 // resolves to no rows and a warning that names it (a config.json or
@@ -308,7 +317,7 @@ func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.F
 	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check,
 		Outcome: s.outcome()}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
-	if errors.Is(err, format.ErrUnrecognized) && s.snap.Options.Unrecognized != UnrecognizedFail {
+	if errors.Is(err, format.ErrUnrecognized) && s.unrecognizedPolicy() != UnrecognizedFail {
 		return "", &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}
 	}
 	if err != nil {
@@ -360,4 +369,38 @@ func mayHoldAny(seg *events.Segment, sessions map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// Detect runs format detection on a file source at its pinned version —
+// reading at most max_detection_bytes of a local file, or downloading the
+// pinned object of a remote one — without normalizing it (pchronicle ls
+// --detect). A file no adapter recognizes gives a *format.UnrecognizedError
+// that says why.
+func (s *Source) Detect(ctx context.Context) (ingest.Detection, error) {
+	if s.Err != nil {
+		return ingest.Detection{}, s.Err
+	}
+	path := s.Path
+	var rev *FileRevision
+	switch r := s.Revision.(type) {
+	case *FileRevision:
+		rev = r
+	case RemoteFileRevision:
+		local, err := r.remote.fetch(ctx, s.snap, r.Object, "file/"+filepath.Base(r.Object.Key))
+		if err != nil {
+			return ingest.Detection{}, err
+		}
+		path = local
+	default:
+		return ingest.Detection{}, fmt.Errorf("source %s is a %s, not a file", s.File, s.Kind)
+	}
+	det, err := ingest.DetectFile(path, ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes})
+	if rev != nil {
+		if fi, serr := os.Lstat(path); serr != nil {
+			return det, serr
+		} else if cerr := rev.Check(s.File, fi); cerr != nil {
+			return det, cerr
+		}
+	}
+	return det, err
 }

@@ -71,6 +71,7 @@ datasets as @NAME/DATASET (docs/directory.md).`,
 	pf.StringVar(&p.Account, "account", "", "Azure storage account")
 	pf.StringArrayVar(&p.Include, "include", nil, "keep only sources whose _file_ matches this glob (repeatable; ** matches any number of path segments)")
 	pf.StringArrayVar(&p.Exclude, "exclude", nil, "leave out sources (and whole directories) whose path matches this glob (repeatable)")
+	pf.StringVar(&p.Unrecognized, "unrecognized", "", "this Dataset's policy for files no adapter recognizes: warn or error (default: the command's --unrecognized)")
 
 	var listFormat string
 	list := &cobra.Command{

@@ -78,7 +78,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 			return nil, false, err
 		}
 		return []catalog.DatasetMount{{Namespace: []string{catalog.DefaultAlias}, Alias: catalog.DefaultAlias, URI: p.URI, FormatHint: p.Format, Config: p.Store(),
-			Filter: d.filter(p)}}, true, nil
+			Filter: d.filter(p), Unrecognized: p.Unrecognized}}, true, nil
 	}
 	if len(d.mounts) == 0 {
 		return nil, false, fmt.Errorf("no Dataset: give a path or @pin, or --mount NAME=URI")
@@ -92,7 +92,7 @@ func (d *datasetFlags) mountList(positional string) (mounts []catalog.DatasetMou
 		if err != nil {
 			return nil, false, err
 		}
-		m.URI, m.FormatHint, m.Config, m.Filter = p.URI, p.Format, p.Store(), d.filter(p)
+		m.URI, m.FormatHint, m.Config, m.Filter, m.Unrecognized = p.URI, p.Format, p.Store(), d.filter(p), p.Unrecognized
 		mounts = append(mounts, m)
 	}
 	return mounts, false, nil

@@ -276,3 +276,21 @@ func TestImportListingFailureNeverPublishes(t *testing.T) {
 }
 
 const importChat = `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}` + "\n"
+
+// TestLsDetectShowsFormatsAndWhyNot: ls --detect names each file's format,
+// or why no adapter recognized it.
+func TestLsDetectShowsFormatsAndWhyNot(t *testing.T) {
+	root := t.TempDir()
+	testutil.WriteFiles(t, root, map[string]string{"chat.jsonl": importChat, "package.json": `{"name": "x", "version": "1.0.0"}`})
+	out, stderr, code := pc(t, "ls", root, "--detect", "--format", "csv")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",detected,detection") {
+		t.Fatalf("ls --detect:\n%s", out)
+	}
+	if !strings.HasSuffix(lines[1], ",openai/chat-jsonl,ok") || !strings.Contains(lines[2], ",,\"not a trajectory: a JSON object with keys [name, version]") {
+		t.Fatalf("ls --detect rows:\n%s", out)
+	}
+}

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
+	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -17,6 +20,7 @@ func init() {
 
 func newLsCmd(e *env) *cobra.Command {
 	var outFormat string
+	var detect bool
 	cmd := &cobra.Command{
 		Use:     "ls [DATASET]",
 		Aliases: []string{"list"},
@@ -27,14 +31,22 @@ peripheral file, with its pinned revision. Nothing is read or normalized.
 
 With --errors report, a candidate that cannot be pinned is listed with status
 error instead of failing the command; a missing root or an exceeded limit
-fails under both policies.`,
+fails under both policies.
+
+--detect runs format detection on every file source (reading at most
+--max-detection-bytes of each, at its pinned version) and adds two columns:
+detected (the format and layout an adapter recognizes) and detection (ok, or
+why no adapter recognized the file: such a file is not a trajectory and a
+query reads no rows from it).`,
 		Example: `  pchronicle ls ./runs
   pchronicle ls --mount prod=./prod --mount staging=./staging --format jsonl
-  pchronicle ls @nightly --errors report`,
+  pchronicle ls @nightly --errors report
+  pchronicle ls ./job --detect`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	ds := addDatasetFlags(cmd)
 	cmd.Flags().StringVar(&outFormat, "format", fmtTable, "output format: table, csv, json or jsonl")
+	cmd.Flags().BoolVar(&detect, "detect", false, "detect each file's format (or why none applies) and show it")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := validFormat(outFormat); err != nil {
 			return err
@@ -44,10 +56,18 @@ fails under both policies.`,
 			return err
 		}
 		defer snap.Close()
-		rw := newRowWriter(e.stdout, outFormat, model.ColumnNames(model.RelSources))
+		cols := model.ColumnNames(model.RelSources)
+		if detect {
+			cols = append(cols, "detected", "detection")
+		}
+		rw := newRowWriter(e.stdout, outFormat, cols)
 		for _, d := range snap.Datasets {
-			for _, r := range d.SourceRows() {
-				if err := rw.Write(model.Values(&r)); err != nil {
+			for i, r := range d.SourceRows() {
+				vals := model.Values(&r)
+				if detect {
+					vals = append(vals, detection(cmd.Context(), d.Sources[i])...)
+				}
+				if err := rw.Write(vals); err != nil {
 					return err
 				}
 			}
@@ -55,6 +75,22 @@ fails under both policies.`,
 		return rw.Close()
 	}
 	return cmd
+}
+
+// detection is the detected and detection columns of one source.
+func detection(ctx context.Context, src *catalog.Source) []any {
+	if src.Kind != catalog.KindFile {
+		return []any{string(src.Kind) + " store", "ok"}
+	}
+	det, err := src.Detect(ctx)
+	var unrecognized *format.UnrecognizedError
+	switch {
+	case errors.As(err, &unrecognized):
+		return []any{nil, "not a trajectory: " + unrecognized.Reason}
+	case err != nil:
+		return []any{nil, "error: " + catalog.RedactURI(err.Error())}
+	}
+	return []any{det.Format + "/" + det.Layout, "ok"}
 }
 
 // statsSQL counts each source's rows; run per Dataset and merged in Go.

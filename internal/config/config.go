@@ -36,6 +36,9 @@ type Pin struct {
 	// (catalog.PathFilter).
 	Include []string `toml:"include,omitempty"`
 	Exclude []string `toml:"exclude,omitempty"`
+	// Unrecognized is the Dataset's policy for files no adapter recognizes
+	// (warn or error; empty: the command's --unrecognized).
+	Unrecognized string `toml:"unrecognized,omitempty"`
 }
 
 // Store returns the pin's object-store settings.

@@ -351,6 +351,7 @@ func TestExplorer(t *testing.T) {
 		p.open("/runs?dataset=ex")
 		p.click("#theme-toggle")
 		p.until("dark", `document.documentElement.dataset.theme === 'dark' && getComputedStyle(document.body).backgroundColor === 'rgb(17, 20, 24)'`)
+		p.until("runs listed in the dark theme", `document.querySelectorAll('#runs-table tbody tr').length > 0`)
 		p.shot("runs-dark")
 		p.open(storylinePath("ex", "atif/fix-failing-test.trajectory.json", "example-fix-failing-test", "step", "2"))
 		p.until("dark storyline", `document.documentElement.dataset.theme === 'dark' && document.querySelector('#step-detail').dataset.step === '2'`)

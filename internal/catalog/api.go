@@ -12,7 +12,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// The control-plane API of a Snapshot (spec §10): read one Storyline by its
+// The control-plane API of a Snapshot (docs/api.md): read one Storyline by its
 // full identity (dataset, _file_, session_id), and page through namespaces
 // and sources. Everything answers from the pinned Snapshot; nothing is
 // rediscovered, so one response never splices two versions.

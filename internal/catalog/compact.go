@@ -13,7 +13,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
 
-// Compact sources (DECISIONS §3): a chronicle.manifest leaf holds canonical
+// Compact sources (docs/storage.md): a chronicle.manifest leaf holds canonical
 // event JSONL parts. A branch is not a source; the compact sources among
 // its immediate child directories are.
 

@@ -17,7 +17,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
-// Names that mark composite roots (spec §5.1–5.2, DECISIONS §3).
+// Names that mark composite roots (docs/storage.md).
 const (
 	currentFile     = "CURRENT"
 	eventsDirName   = "events.lance"

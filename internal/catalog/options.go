@@ -16,7 +16,7 @@ const (
 	UnrecognizedFail = "error"
 )
 
-// Error policies for candidate sources (spec §8).
+// Error policies for candidate sources (docs/cli.md, --errors).
 const (
 	ErrorsStrict = "strict" // any bad candidate fails the Snapshot build
 	ErrorsReport = "report" // a bad candidate becomes a sources row with status error

@@ -1,6 +1,6 @@
 package catalog
 
-// Object-store Datasets (s3://, az://, gs://, spec §5.3 and §7.2): a
+// Object-store Datasets (s3://, az://, gs://, docs/object-stores.md): a
 // streamed prefix listing bounded by max_entries, remote Storyline and
 // events stores pinned through their CURRENT/manifest at build time, and
 // late materialization that downloads only the pinned objects a query needs
@@ -63,7 +63,7 @@ func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Opt
 	return RedactURI(m.URI), found, nil
 }
 
-// DiscoverRemote lists the sources under prefix in b (spec §5.3). A prefix
+// DiscoverRemote lists the sources under prefix in b (docs/object-stores.md). A prefix
 // naming an object is one source "."; otherwise it is a "directory" whose
 // listing is consumed as a stream: it fails at max_entries+1 objects or
 // max_files+1 sources without collecting the listing, recognizes Storyline

@@ -95,8 +95,8 @@ func (c *cell) do(ctx context.Context, fn func() (*Resolved, error)) (*Resolved,
 	return res, err
 }
 
-// Provides reports whether the source can hold rows of relation (spec §6.1
-// step 1: events come only from canonical stores; Storyline relations from
+// Provides reports whether the source can hold rows of relation (docs/sql.md,
+// pruning step 1: events come only from canonical stores; Storyline relations from
 // everything).
 func (s *Source) Provides(relation string) bool {
 	if s.Err != nil {

@@ -330,7 +330,7 @@ func lineagePath(storeDir, uri string) string {
 
 // snapshotID is a truncated BLAKE3 digest of what the Snapshot pins: Dataset
 // names, URIs (with their endpoint) and format hints, source paths, pinned references and
-// candidate errors (spec §7.3). It identifies a member/version view, not
+// candidate errors (docs/query-model.md). It identifies a member/version view, not
 // content.
 func snapshotID(s *Snapshot) string {
 	h := blake3.New()

@@ -22,7 +22,7 @@ const (
 func (k SourceKind) IsStore() bool { return k != KindFile }
 
 // FileRevision pins a local file by identity and metadata. It is change
-// detection, not a content hash (spec §7.2). A source's Revision holds a
+// detection, not a content hash (docs/object-stores.md, docs/query-model.md). A source's Revision holds a
 // *FileRevision, so that pinning 100,000 files allocates per directory
 // chunk rather than per file.
 type FileRevision struct {

@@ -1,4 +1,4 @@
-// Package engine runs read-only SQL over a Snapshot (DECISIONS §2). Per
+// Package engine runs read-only SQL over a Snapshot (docs/sql.md). Per
 // query it validates the SQL, prunes sources by their constant _file_,
 // resolves only the candidates, and builds a fresh sandboxed in-memory DuckDB
 // whose Dataset schemas hold the six relations as views over exactly the
@@ -215,7 +215,7 @@ func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) 
 
 // resolve resolves every planned source in stable order, at most
 // max_concurrent_sources at a time. Any error fails the query: a source that
-// is ready in the Snapshot is never silently dropped (spec §8).
+// is ready in the Snapshot is never silently dropped (docs/cli.md, --errors).
 func (e *Engine) resolve(ctx context.Context, p *plan) error {
 	type job struct {
 		rel string

@@ -27,7 +27,7 @@ func LimitsFrom(o catalog.Options) Limits {
 	return Limits{MemoryLimit: o.MemoryLimit, Threads: o.Threads, MaxSpillBytes: o.MaxSpillBytes, Timeout: o.Timeout, MaxOutputRows: o.MaxOutputRows}
 }
 
-// The sandbox of every DuckDB instance this package opens (DECISIONS §2):
+// The sandbox of every DuckDB instance this package opens (docs/sql.md):
 // instanceSettings, then accessSettings, then lockConfiguration. It is the
 // second wall behind SQL validation: even SQL that got past the checker
 // cannot read other files, load extensions or change a setting.

@@ -15,7 +15,7 @@ import (
 )
 
 // Local is a Bucket over a local directory. Symbolic links are never
-// followed (spec §5.2), and a pin is the file's size, mtime, device and
+// followed (docs/query-model.md), and a pin is the file's size, mtime, device and
 // inode: change detection, not a content hash.
 type Local struct {
 	root string

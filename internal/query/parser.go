@@ -45,7 +45,7 @@ const (
 var Relations = []string{RelSources, RelRuns, RelSteps, RelToolCalls, RelEvents, RelProjections}
 
 // trajectory relations hold rows whose identity is only unique inside one
-// source; joins between them must carry `_file_` equality (spec §6.2).
+// source; joins between them must carry `_file_` equality (docs/sql.md).
 var trajectory = map[string]bool{RelRuns: true, RelSteps: true, RelToolCalls: true, RelEvents: true}
 
 func isRelation(name string) bool {

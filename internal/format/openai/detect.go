@@ -19,7 +19,7 @@ var itemTypes = map[string]bool{
 	"image_generation_call": true, "mcp_call": true, "mcp_list_tools": true, "item_reference": true,
 }
 
-// Detect recognizes the layouts of OPENAI.md §3 from the probe alone, in
+// Detect recognizes the layouts of docs/formats.md (OpenAI layouts) from the probe alone, in
 // the order that keeps the more specific shapes first.
 func (adapter) Detect(p *format.Probe) (string, bool) {
 	switch p.Shape {

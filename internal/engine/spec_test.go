@@ -1,10 +1,11 @@
 package engine
 
-// One test per goal of spec §2.1 and per invariant of spec §11, each named
-// after what it checks. Invariants 9 and 10 are about the Server; they are
-// checked here on the parts it is built from (a Snapshot is complete or not
-// built at all, and nothing that reads a Dataset writes to it). Invariant 14
-// (the Server's routing index) comes with `pchronicle serve`.
+// One test per goal and per invariant of the Snapshot's design (listed in
+// docs/testing.md), each named after what it checks. Invariants 9 and 10
+// are about the server; they are checked here on the parts it is built
+// from (a Snapshot is complete or not built at all, and nothing that reads
+// a Dataset writes to it) and again in internal/server, with invariant 14
+// (the server's routing index).
 
 import (
 	"context"

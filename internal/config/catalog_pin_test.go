@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,7 +116,7 @@ func TestResolveDirectoryPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Pin{URI: "s3://prod/evals/", Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: true, AccessKey: "BACKEND_AK", SecretKey: "BACKEND_SK"}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("@team/prod = %+v, want %+v", p, want)
 	}
 	if p, err := cfg.ResolvePinContext(ctx, "@team/prod/nightly/run1"); err != nil || p.URI != "s3://prod/evals/nightly/run1" {

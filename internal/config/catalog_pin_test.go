@@ -125,7 +125,7 @@ func TestResolveDirectoryPins(t *testing.T) {
 	if n := exchanges.Load(); n != 1 {
 		t.Errorf("%d ticket exchanges for one dataset, want 1 (the per-process cache)", n)
 	}
-	if p, err := cfg.ResolvePinContext(ctx, "@anon/pub"); err != nil || p != (Pin{URI: "/data/pub"}) {
+	if p, err := cfg.ResolvePinContext(ctx, "@anon/pub"); err != nil || !reflect.DeepEqual(p, Pin{URI: "/data/pub"}) {
 		t.Errorf("@anon/pub = %+v %v", p, err)
 	}
 

@@ -36,7 +36,14 @@ func (d *datasetFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&d.exclude, "exclude", nil, "leave out sources, and whole directories, whose path matches this glob (repeatable)")
 	d.options = map[string]*string{}
 	for _, s := range catalog.Describe() {
-		d.options[s.Name] = fs.String(strings.ReplaceAll(s.Name, "_", "-"), s.Default, s.Help)
+		name, def := strings.ReplaceAll(s.Name, "_", "-"), s.Default
+		if s.Name == "cache_dir" {
+			def = defaultCacheDir() // the library keeps no cache unless told; the CLI keeps one
+		}
+		d.options[s.Name] = fs.String(name, def, s.Help)
+		if s.Switch {
+			fs.Lookup(name).NoOptDefVal = "true" // --no-cache, not --no-cache=true
+		}
 	}
 }
 
@@ -116,6 +123,9 @@ func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Sn
 	bar := newProgress(d.cmd.ErrOrStderr(), -1, "discovering sources", false)
 	snap, err := catalog.Build(ctx, mounts, opts, catalog.WithProgress(func(n int) { bar.set(int64(n)) }))
 	bar.finish()
+	if err == nil && snap.CacheError() != nil {
+		fmt.Fprintf(d.cmd.ErrOrStderr(), "pchronicle: running without the normalization cache: %v (--no-cache says so quietly)\n", snap.CacheError())
+	}
 	return snap, isPositional, err
 }
 

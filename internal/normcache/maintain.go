@@ -123,11 +123,10 @@ func (c *Cache) reclaimStaging() {
 
 // Stats describes a cache directory.
 type Stats struct {
-	Dir      string
-	MaxBytes int64
-	Entries  int
-	Bytes    int64 // of the entries' files, counted now
-	Since    time.Time
+	Dir     string
+	Entries int
+	Bytes   int64 // of the entries' files, counted now
+	Since   time.Time
 	// Sources served from the cache, looked up but not found, entries
 	// written, evicted, and removed as corrupt, and failed stores.
 	Hits, Misses, Stored, Evicted, Rejected, Failures int64
@@ -146,7 +145,7 @@ func (c *Cache) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	entries, total := c.listEntries()
-	return Stats{Dir: c.Dir(), MaxBytes: c.maxBytes, Entries: len(entries), Bytes: total, Since: st.Since,
+	return Stats{Dir: c.Dir(), Entries: len(entries), Bytes: total, Since: st.Since,
 		Hits: st.Hits, Misses: st.Misses, Stored: st.Stored, Evicted: st.Evicted, Rejected: st.Rejected,
 		Failures: st.Failures, LastFailure: st.LastFailure}, nil
 }

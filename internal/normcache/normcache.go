@@ -53,9 +53,8 @@ const (
 // Cache is one cache directory. It is safe for concurrent use, and several
 // processes may share the directory.
 type Cache struct {
-	dir      string // the layout directory
-	maxBytes int64
-	build    string // this build's identity, part of every Key
+	dir   string // the layout directory
+	build string // this build's identity, part of every Key
 
 	idx index
 }
@@ -77,13 +76,9 @@ var opened struct {
 }
 
 // Open returns the cache in dir, creating its directories (private to the
-// user: entries hold the content of the trajectories), with at most
-// maxBytes of entries. Every Open of one directory in a process returns
-// the same Cache, so its index is read once.
-func Open(dir string, maxBytes int64) (*Cache, error) {
-	if maxBytes <= 0 {
-		return nil, fmt.Errorf("normalization cache %s: the size bound must be positive, not %d", dir, maxBytes)
-	}
+// user: entries hold the content of the trajectories). Every Open of one
+// directory in a process returns the same Cache, so its index is read once.
+func Open(dir string) (*Cache, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("normalization cache %s: %w", dir, err)
@@ -96,10 +91,9 @@ func Open(dir string, maxBytes int64) (*Cache, error) {
 	opened.mu.Lock()
 	defer opened.mu.Unlock()
 	if c := opened.caches[layout]; c != nil {
-		c.maxBytes = maxBytes
 		return c, nil
 	}
-	c, err := open(layout, maxBytes, build)
+	c, err := open(layout, build)
 	if err != nil {
 		return nil, err
 	}
@@ -110,13 +104,13 @@ func Open(dir string, maxBytes int64) (*Cache, error) {
 	return c, nil
 }
 
-func open(layout string, maxBytes int64, build string) (*Cache, error) {
+func open(layout, build string) (*Cache, error) {
 	for _, d := range []string{filepath.Dir(layout), layout, filepath.Join(layout, entriesDir), filepath.Join(layout, stagingDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("normalization cache: %w", err)
 		}
 	}
-	return &Cache{dir: layout, maxBytes: maxBytes, build: build}, nil
+	return &Cache{dir: layout, build: build}, nil
 }
 
 // Dir is the cache directory (as given to Open, made absolute).

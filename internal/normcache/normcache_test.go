@@ -12,16 +12,24 @@ import (
 	"time"
 )
 
-// newCache opens a private cache (not through Open's per-process registry,
-// so each test has its own index) in a temp directory.
-func newCache(t *testing.T, maxBytes int64) *Cache {
+// testCache is a private cache (not through Open's per-process registry,
+// so each test has its own index) in a temp directory, and the bound its
+// sessions store within.
+type testCache struct {
+	*Cache
+	bound int64
+}
+
+func newCache(t *testing.T, bound int64) testCache {
 	t.Helper()
-	c, err := open(filepath.Join(t.TempDir(), layoutDir), maxBytes, "test-build")
+	c, err := open(filepath.Join(t.TempDir(), layoutDir), "test-build")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return testCache{c, bound}
 }
+
+func (c testCache) session(t *testing.T) *Session { return c.Session(t.TempDir(), c.bound) }
 
 // relFiles writes one file per relation with content derived from tag and
 // returns relation → path.
@@ -40,9 +48,9 @@ func relFiles(t *testing.T, tag string, size int) map[string]string {
 	return out
 }
 
-func store(t *testing.T, c *Cache, members []Member, owners []string, files map[string]string) {
+func store(t *testing.T, c testCache, members []Member, owners []string, files map[string]string) {
 	t.Helper()
-	s := c.Session(t.TempDir())
+	s := c.session(t)
 	if err := s.Store(context.Background(), members, owners, files); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +93,7 @@ func TestStoreAndLookup(t *testing.T) {
 	}, []string{"a.jsonl", "b.jsonl", "failed.jsonl"}, files)
 
 	dir := t.TempDir()
-	s := c.Session(dir)
+	s := c.Session(dir, c.bound)
 	hits := s.Lookup([]Key{ka, c.Key("unknown"), kb, kn}, Largest)
 	if hits[1] != nil {
 		t.Fatalf("unknown key hit %+v", hits[1])
@@ -126,7 +134,7 @@ func TestWantChoosesTheEntry(t *testing.T) {
 	batch, solo := relFiles(t, "batch", 100), relFiles(t, "solo", 100)
 	store(t, c, []Member{{Key: ka, File: "a"}, {Key: kb, File: "b"}}, []string{"a", "b"}, batch)
 	store(t, c, []Member{{Key: ka, File: "a"}}, []string{"a"}, solo)
-	s := c.Session(t.TempDir())
+	s := c.session(t)
 	for _, tt := range []struct {
 		want  Want
 		key   Key
@@ -185,7 +193,7 @@ func TestCorruptEntryIsNeverServed(t *testing.T) {
 			entry := c.path(entriesDir, ids[0])
 			tt.damage(t, entry)
 
-			s := c.Session(t.TempDir())
+			s := c.session(t)
 			if h := s.Lookup([]Key{k}, Smallest)[0]; h != nil {
 				t.Fatalf("a damaged entry was served: %+v", h)
 			}
@@ -198,7 +206,7 @@ func TestCorruptEntryIsNeverServed(t *testing.T) {
 			}
 			rebuilt := relFiles(t, "v2", 5000)
 			store(t, c, []Member{{Key: k, File: "a", Format: "openai"}}, []string{"a"}, rebuilt)
-			h := c.Session(t.TempDir()).Lookup([]Key{k}, Smallest)[0]
+			h := c.session(t).Lookup([]Key{k}, Smallest)[0]
 			if h == nil {
 				t.Fatal("the rebuilt entry missed")
 			}
@@ -221,7 +229,7 @@ func TestDamagedIndexLinesAreIgnored(t *testing.T) {
 	}
 	fmt.Fprintf(f, "garbage\n%s %s\nzz%s %s\n%s %s", kb, id, ka.String()[2:], id, ka, id[:5]) // last line unfinished
 	f.Close()
-	s := c.Session(t.TempDir())
+	s := c.session(t)
 	hits := s.Lookup([]Key{ka, kb}, Smallest)
 	if hits[0] == nil || hits[1] != nil {
 		t.Fatalf("hits %v: want a's entry and no hit for b (its line names an entry without it)", hits)
@@ -243,7 +251,7 @@ func TestEvictionKeepsTheBound(t *testing.T) {
 		store(t, c, []Member{{Key: k, File: fmt.Sprint(i)}}, []string{fmt.Sprint(i)}, relFiles(t, fmt.Sprint(i), size))
 		if i == 2 {
 			// Use entry 0, so that entry 1 is the least recently used.
-			if c.Session(t.TempDir()).Lookup([]Key{keys[0]}, Smallest)[0] == nil {
+			if c.session(t).Lookup([]Key{keys[0]}, Smallest)[0] == nil {
 				t.Fatal("entry 0 missed")
 			}
 		}
@@ -253,13 +261,13 @@ func TestEvictionKeepsTheBound(t *testing.T) {
 			t.Fatalf("after store %d the entries hold %d bytes, bound %d", i, total, bound)
 		}
 		if i == 3 { // the fourth entry did not fit
-			hits := c.Session(t.TempDir()).Lookup(keys, Smallest)
+			hits := c.session(t).Lookup(keys, Smallest)
 			if hits[0] == nil || hits[1] != nil || hits[3] == nil {
 				t.Fatalf("after the first eviction: entry 0 (used) %v, 1 (least recently used) %v, 3 (newest) %v", hits[0] != nil, hits[1] != nil, hits[3] != nil)
 			}
 		}
 	}
-	if c.Session(t.TempDir()).Lookup(keys[11:], Smallest)[0] == nil {
+	if c.session(t).Lookup(keys[11:], Smallest)[0] == nil {
 		t.Fatalf("the newest entry is not found (index lines %v)", c.refresh()[keys[11]])
 	}
 	st, _ := c.Stats(context.Background())
@@ -276,7 +284,7 @@ func TestEntryLargerThanTheBoundIsNotKept(t *testing.T) {
 	c := newCache(t, 1000)
 	k := c.Key("big")
 	store(t, c, []Member{{Key: k, File: "big"}}, []string{"big"}, relFiles(t, "big", 2000))
-	if h := c.Session(t.TempDir()).Lookup([]Key{k}, Smallest)[0]; h != nil {
+	if h := c.session(t).Lookup([]Key{k}, Smallest)[0]; h != nil {
 		t.Fatal("an entry larger than the bound was kept")
 	}
 	if entries, _ := c.listEntries(); len(entries) != 0 {
@@ -288,7 +296,7 @@ func TestClear(t *testing.T) {
 	c := newCache(t, 1<<30)
 	k := c.Key("a")
 	store(t, c, []Member{{Key: k, File: "a"}}, []string{"a"}, relFiles(t, "a", 100))
-	s := c.Session(t.TempDir())
+	s := c.session(t)
 	h := s.Lookup([]Key{k}, Smallest)[0]
 	if h == nil {
 		t.Fatal("miss before clear")
@@ -303,7 +311,7 @@ func TestClear(t *testing.T) {
 	if after.Entries != 0 || after.Bytes != 0 || after.Hits != 0 || !after.Since.After(before.Since) {
 		t.Fatalf("after clear: %+v (before %+v)", after, before)
 	}
-	if c.Session(t.TempDir()).Lookup([]Key{k}, Smallest)[0] != nil {
+	if c.session(t).Lookup([]Key{k}, Smallest)[0] != nil {
 		t.Fatal("hit after clear")
 	}
 	if read(t, h.Files["runs"]) == "" {
@@ -352,21 +360,18 @@ func TestBuildIdentity(t *testing.T) {
 
 func TestOpenSharesTheCacheOfADirectory(t *testing.T) {
 	dir := t.TempDir()
-	a, err := Open(dir, 100)
+	a, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(dir+"/.", 200)
+	b, err := Open(dir + "/.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a != b || b.maxBytes != 200 || a.Dir() != dir {
-		t.Fatalf("Open of one directory: %p %p, bound %d, dir %s", a, b, b.maxBytes, a.Dir())
+	if a != b || a.Dir() != dir {
+		t.Fatalf("Open of one directory: %p %p, dir %s", a, b, a.Dir())
 	}
 	if fi, err := os.Stat(filepath.Join(dir, layoutDir)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("layout directory: %v %v", fi, err)
-	}
-	if _, err := Open(t.TempDir(), 0); err == nil {
-		t.Fatal("a zero bound was accepted")
 	}
 }

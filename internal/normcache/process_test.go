@@ -72,7 +72,7 @@ func TestProcessesShareTheCache(t *testing.T) {
 		n, _ := strconv.Atoi(strings.Fields(outs[p][i+len("hits="):])[0])
 		hits += n
 	}
-	c, err := Open(dir, helperBound)
+	c, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestProcessesShareTheCache(t *testing.T) {
 }
 
 func helper(dir string) error {
-	c, err := Open(dir, helperBound)
+	c, err := Open(dir)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func helper(dir string) error {
 		if err != nil {
 			return err
 		}
-		s := c.Session(filepath.Join(tmp, "links"))
+		s := c.Session(filepath.Join(tmp, "links"), helperBound)
 		if h := s.Lookup([]Key{k}, Smallest)[0]; h != nil {
 			hits++
 			for _, rel := range []string{"runs", "steps"} {

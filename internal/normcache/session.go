@@ -41,10 +41,12 @@ type Hit struct {
 
 // Session is one reader's use of the cache (one Snapshot's): lookups link
 // verified entries into its directory, at most once each, so every hit of
-// an entry names the same files. Counters are written at Close.
+// an entry names the same files; its stores keep the cache within its
+// bound. Counters are written at Close.
 type Session struct {
-	c   *Cache
-	dir string
+	c        *Cache
+	dir      string
+	maxBytes int64
 
 	mu      sync.Mutex
 	entries map[string]*sessionEntry
@@ -84,10 +86,11 @@ type sessionEntry struct {
 }
 
 // Session starts a session that links hits under dir (created when the
-// first hit needs it); dir must be the caller's own, e.g. inside a
-// Snapshot's temp directory, and removed by the caller.
-func (c *Cache) Session(dir string) *Session {
-	return &Session{c: c, dir: dir, entries: map[string]*sessionEntry{}}
+// first hit needs it) and stores within maxBytes of entries in all; dir
+// must be the caller's own, e.g. inside a Snapshot's temp directory, and
+// removed by the caller.
+func (c *Cache) Session(dir string, maxBytes int64) *Session {
+	return &Session{c: c, dir: dir, maxBytes: maxBytes, entries: map[string]*sessionEntry{}}
 }
 
 // Cache returns the session's cache.
@@ -272,7 +275,7 @@ func (s *Session) Store(ctx context.Context, members []Member, owners []string, 
 		}
 		size += fi.Size()
 	}
-	if size > s.c.maxBytes {
+	if size > s.maxBytes {
 		return nil
 	}
 	id, n, err := s.c.write(members, owners, files)
@@ -294,8 +297,8 @@ func (s *Session) Store(ctx context.Context, members []Member, owners []string, 
 		st.counters.add(s.pending)
 		s.pending = counters{}
 		s.mu.Unlock()
-		if st.Bytes > s.c.maxBytes {
-			s.c.evict(&st, s.c.maxBytes/10*9, id)
+		if st.Bytes > s.maxBytes {
+			s.c.evict(&st, s.maxBytes/10*9, id)
 		}
 		s.c.reclaimStaging()
 		return s.c.writeStats(st)

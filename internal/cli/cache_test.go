@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/testutil"

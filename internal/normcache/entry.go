@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/zeebo/blake3"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -194,19 +196,22 @@ func (c *Cache) write(members []Member, owners []string, files map[string]string
 		rels = append(rels, rel)
 	}
 	sort.Strings(rels)
-	for _, rel := range rels {
+	staged := make([]string, len(rels))
+	for i, rel := range rels {
 		if !relationName.MatchString(rel) {
 			return "", 0, fmt.Errorf("normalization cache: bad relation name %q", rel)
 		}
-		dst := filepath.Join(stage, fileName(rel))
-		if err := fsx.LinkOrCopy(files[rel], dst); err != nil {
+		staged[i] = filepath.Join(stage, fileName(rel))
+		if err := fsx.LinkOrCopy(files[rel], staged[i]); err != nil {
 			return "", 0, err
 		}
-		sum, n, err := digestFile(dst)
-		if err != nil {
-			return "", 0, err
-		}
-		m.Files = append(m.Files, fileJSON{Relation: rel, Bytes: n, BLAKE3: sum})
+	}
+	sums, sizes, err := digestFiles(staged)
+	if err != nil {
+		return "", 0, err
+	}
+	for i, rel := range rels {
+		m.Files = append(m.Files, fileJSON{Relation: rel, Bytes: sizes[i], BLAKE3: sums[i]})
 	}
 	if err := m.validate(); err != nil {
 		return "", 0, fmt.Errorf("normalization cache: %w", err)
@@ -250,6 +255,22 @@ func digestFile(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// digestFiles is digestFile of several files, on all CPUs: verifying an
+// entry is most of what a hit costs.
+func digestFiles(paths []string) (sums []string, sizes []int64, err error) {
+	sums, sizes = make([]string, len(paths)), make([]int64, len(paths))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range paths {
+		g.Go(func() error {
+			var err error
+			sums[i], sizes[i], err = digestFile(p)
+			return err
+		})
+	}
+	return sums, sizes, g.Wait()
+}
+
 // link makes the files of entry id available under dir (hard links, or
 // copies on another filesystem) and verifies the linked files against the
 // manifest: a missing, truncated or altered file is errCorrupt. It returns
@@ -258,22 +279,24 @@ func (c *Cache) link(id string, m *manifest, dir string) (map[string]string, err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(m.Files))
-	for _, f := range m.Files {
-		src := c.path(entriesDir, id, fileName(f.Relation))
-		dst := filepath.Join(dir, fileName(f.Relation))
-		if err := fsx.LinkOrCopy(src, dst); err != nil {
+	linked := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		linked[i] = filepath.Join(dir, fileName(f.Relation))
+		if err := fsx.LinkOrCopy(c.path(entriesDir, id, fileName(f.Relation)), linked[i]); err != nil {
 			return nil, c.missing(id, err)
 		}
-		sum, n, err := digestFile(dst)
-		if err != nil {
-			return nil, err
-		}
-		if n != f.Bytes || sum != f.BLAKE3 {
+	}
+	sums, sizes, err := digestFiles(linked)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m.Files))
+	for i, f := range m.Files {
+		if sizes[i] != f.Bytes || sums[i] != f.BLAKE3 {
 			return nil, fmt.Errorf("%w: %s holds %d bytes with digest %s, the manifest records %d bytes with %s",
-				errCorrupt, f.Relation, n, sum, f.Bytes, f.BLAKE3)
+				errCorrupt, f.Relation, sizes[i], sums[i], f.Bytes, f.BLAKE3)
 		}
-		out[f.Relation] = dst
+		out[f.Relation] = linked[i]
 	}
 	return out, nil
 }

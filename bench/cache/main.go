@@ -81,16 +81,17 @@ func main() {
 	glob := "'" + filepath.Join(corpus, "*.jsonl") + "'"
 	fmt.Printf("corpus: %d copies of the Codex rollout, %.1f MB; %d threads; medians of %d whole processes, sides alternating\n\n",
 		*copies, float64(dirBytes(corpus))/1e6, *threads, *rounds)
-	fmt.Println("| query | pchronicle, warm cache | DuckDB read_json, raw files | DuckDB read_parquet, normalized files | vs read_json | vs read_parquet |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| query | pchronicle, no cache | pchronicle, warm cache | DuckDB read_json, raw files | DuckDB read_parquet, normalized files | warm vs read_json | warm vs read_parquet |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var floor []time.Duration
 	for _, sh := range shapes {
-		query := func(extra ...string) []string {
-			return append([]string{"query", corpus, sh.ours, "--format", "csv", "--threads", fmt.Sprint(*threads), "--cache-dir", cacheDir}, extra...)
+		query := func(sql string, extra ...string) []string {
+			return append([]string{"query", corpus, sql, "--format", "csv", "--threads", fmt.Sprint(*threads), "--cache-dir", cacheDir}, extra...)
 		}
 		// The first process normalizes and fills the cache; the rows of a
 		// warm one must be those of a process without the cache.
-		cold, _ := run(bin, query()...)
-		uncached, _ := run(bin, query("--no-cache")...)
+		cold, _ := run(bin, query(sh.ours)...)
+		uncached, _ := run(bin, query(sh.ours, "--no-cache")...)
 		if cold != uncached {
 			panic(fmt.Sprintf("%s: with and without the cache the rows differ:\n%s\n%s", sh.name, cold, uncached))
 		}
@@ -108,20 +109,25 @@ func main() {
 				panic(fmt.Sprintf("pchronicle counts %q tool calls, DuckDB %q function_call lines", got, want))
 			}
 		}
-		var ours, js, pq []time.Duration
+		var none, ours, js, pq []time.Duration
 		for r := 0; r < *rounds; r++ {
 			sides := []func(){
-				func() { _, d := run(bin, query()...); ours = append(ours, d) },
+				func() { _, d := run(bin, query(sh.ours)...); ours = append(ours, d) },
+				func() { _, d := run(bin, query("SELECT 1")...); floor = append(floor, d) },
 				func() { _, d := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads)); js = append(js, d) },
 				func() { _, d := run(os.Args[0], "-child", parquetSQL, "-threads", fmt.Sprint(*threads)); pq = append(pq, d) },
+			}
+			if r < 3 { // each normalizes the whole corpus: fewer rounds
+				sides = append(sides, func() { _, d := run(bin, query(sh.ours, "--no-cache")...); none = append(none, d) })
 			}
 			for i := range sides {
 				sides[(i+r)%len(sides)]()
 			}
 		}
-		mo, mj, mp := median(ours), median(js), median(pq)
-		fmt.Printf("| %s | %s | %s | %s | **%.2f×** | **%.2f×** |\n", sh.name, ms(mo), ms(mj), ms(mp), float64(mo)/float64(mj), float64(mo)/float64(mp))
+		mn, mo, mj, mp := median(none), median(ours), median(js), median(pq)
+		fmt.Printf("| %s | %s | %s | %s | %s | **%.2f×** | **%.2f×** |\n", sh.name, ms(mn), ms(mo), ms(mj), ms(mp), float64(mo)/float64(mj), float64(mo)/float64(mp))
 	}
+	fmt.Printf("\nfloor: pchronicle query DIR \"SELECT 1\" (reads no source), median %s\n", ms(median(floor)))
 	stats, _ := run(bin, "cache", "stats", "--cache-dir", cacheDir, "--format", "csv")
 	fmt.Printf("\ncache:\n%s", stats)
 }

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 func changeTime(fi os.FileInfo) time.Time {
@@ -102,7 +103,7 @@ func TestSourcesAreNeverTouched(t *testing.T) {
 		t.Fatalf("a process served from the cache opened or changed sources %d times", n)
 	}
 	same(afterCold, snapshot(), true)
-	if st := cacheStats(t, dir); st.Hits != 2 {
+	if st := testutil.CacheStats(t, dir); st.Hits != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 }

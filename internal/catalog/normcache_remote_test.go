@@ -1,14 +1,11 @@
 package catalog_test
 
 import (
-	"context"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
-	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // TestRemoteCacheFollowsTheObjectVersion: on every backend, a second process
@@ -16,18 +13,9 @@ import (
 // and an object overwritten with the same size (a new version, generation
 // or ETag) is read and normalized again, never served from the cache.
 func TestRemoteCacheFollowsTheObjectVersion(t *testing.T) {
-	ctx := context.Background()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			_, scheme, bucket, cfg := be.start(t)
-			log := &requestLog{next: http.DefaultTransport}
-			cfg.Transport = log
-			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
-			b, _, err := objstore.Open(ctx, uri, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b, uri, cfg, log := openBackend(t, be)
 			put(t, b, "ds/a.jsonl", chat("one"))
 			put(t, b, "ds/b.jsonl", chat("bee"))
 			dir := t.TempDir()
@@ -54,7 +42,7 @@ func TestRemoteCacheFollowsTheObjectVersion(t *testing.T) {
 			if strings.Contains(got, "task one") || !strings.Contains(got, "task two") || !strings.Contains(got, "task bee") {
 				t.Fatalf("after the overwrite: %s", got)
 			}
-			if st := cacheStats(t, dir); st.Hits != 2+1 || st.Stored != 2+1 {
+			if st := testutil.CacheStats(t, dir); st.Hits != 2+1 || st.Stored != 2+1 {
 				t.Fatalf("stats %+v: want b hit twice, a once, and a stored again", st)
 			}
 		})

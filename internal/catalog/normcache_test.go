@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
-	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -45,19 +44,6 @@ func mustCachedQuery(t *testing.T, root string, opts catalog.Options, sql string
 	return rows
 }
 
-func cacheStats(t *testing.T, dir string) normcache.Stats {
-	t.Helper()
-	c, err := normcache.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := c.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // Queries that resolve one source alone, and all of them as a batch.
 const (
 	oneSourceSQL = `SELECT session_id, message_value FROM steps WHERE _file_ = 'a.jsonl' ORDER BY ALL`
@@ -84,9 +70,9 @@ func TestWarmCacheServesTheSameRows(t *testing.T) {
 		noCache.NoCache = true
 		want := mustCachedQuery(t, root, noCache, sql)
 		cold := mustCachedQuery(t, root, cacheOptions(dir), sql)
-		afterCold := cacheStats(t, dir)
+		afterCold := testutil.CacheStats(t, dir)
 		warm := mustCachedQuery(t, root, cacheOptions(dir), sql)
-		afterWarm := cacheStats(t, dir)
+		afterWarm := testutil.CacheStats(t, dir)
 		if cold != want || warm != want {
 			t.Fatalf("%s:\nno cache %s\ncold     %s\nwarm     %s", sql, want, cold, warm)
 		}
@@ -108,7 +94,7 @@ func TestWarmCacheServesTheSameRows(t *testing.T) {
 			t.Fatalf("run %d: config.json resolved to %+v, %v", run, res, err)
 		}
 	}
-	if st := cacheStats(t, dir); st.Hits != 1 {
+	if st := testutil.CacheStats(t, dir); st.Hits != 1 {
 		t.Fatalf("the second resolution of config.json was not a hit: %+v", st)
 	}
 }
@@ -210,7 +196,7 @@ func TestRecentFileIsNotKept(t *testing.T) {
 	root, dir := chatTree(t), t.TempDir()
 	mustCachedQuery(t, root, cacheOptions(dir), batchSQL)
 	mustCachedQuery(t, root, cacheOptions(dir), oneSourceSQL)
-	if st := cacheStats(t, dir); st.Stored != 0 || st.Hits != 0 || st.Entries != 0 {
+	if st := testutil.CacheStats(t, dir); st.Stored != 0 || st.Hits != 0 || st.Entries != 0 {
 		t.Fatalf("files written just now were kept: %+v", st)
 	}
 }
@@ -245,14 +231,14 @@ func TestCorruptCacheEntryIsRebuilt(t *testing.T) {
 		if got := mustCachedQuery(t, root, cacheOptions(dir), batchSQL); got != want {
 			t.Fatalf("with a damaged entry: %s, want %s", got, want)
 		}
-		st := cacheStats(t, dir)
+		st := testutil.CacheStats(t, dir)
 		if st.Rejected != int64(len(files)) || st.Stored != 2 {
 			t.Fatalf("the damaged entries were not rejected and rebuilt: %+v", st)
 		}
 		if got := mustCachedQuery(t, root, cacheOptions(dir), batchSQL); got != want {
 			t.Fatalf("from the rebuilt entry: %s, want %s", got, want)
 		}
-		if again := cacheStats(t, dir); again.Hits <= st.Hits || again.Stored != st.Stored {
+		if again := testutil.CacheStats(t, dir); again.Hits <= st.Hits || again.Stored != st.Stored {
 			t.Fatalf("the rebuilt entry was not used: %+v", again)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
-	"github.com/pchronicle/pchronicle/internal/normcache"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // TestCacheNeverChangesResults: the pruning test's generated queries give
@@ -69,14 +69,7 @@ func TestCacheNeverChangesResults(t *testing.T) {
 			t.Fatalf("query %d, results differ for\n%s\ncached (%d rows):\n%s\nwithout the cache (%d rows):\n%s", i, sql, len(got.Rows), a, len(want.Rows), b)
 		}
 	}
-	c, err := normcache.Open(cached.CacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := c.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := testutil.CacheStats(t, cached.CacheDir)
 	if st.Hits == 0 || st.Stored == 0 || st.Misses == 0 || st.Rejected != 0 || st.Failures != 0 {
 		t.Fatalf("the queries did not exercise the cache: %+v", st)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
-	"github.com/pchronicle/pchronicle/internal/normcache"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // TestRestartReadsTheNormalizationCache: a server started again over
@@ -40,18 +40,6 @@ func TestRestartReadsTheNormalizationCache(t *testing.T) {
 		rows.Next()
 		return rows.Values()[0].(int64)
 	}
-	stats := func() normcache.Stats {
-		t.Helper()
-		c, err := normcache.Open(cacheDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Stats(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
 	start := func() *Runtime {
 		t.Helper()
 		rt, err := Start(context.Background(), Config{Mounts: []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, Positional: true,
@@ -66,7 +54,7 @@ func TestRestartReadsTheNormalizationCache(t *testing.T) {
 		t.Fatalf("%d steps, want 8", n)
 	}
 	first.Close()
-	cold := stats()
+	cold := testutil.CacheStats(t, cacheDir)
 	if cold.Stored == 0 || cold.Misses != 4 {
 		t.Fatalf("the first server kept nothing: %+v", cold)
 	}
@@ -83,7 +71,7 @@ func TestRestartReadsTheNormalizationCache(t *testing.T) {
 		t.Fatalf("after the refresh %d steps, want 9", n)
 	}
 	second.Close() // writes the counters
-	if st := stats(); st.Hits-cold.Hits != 4 || st.Misses-cold.Misses != 1 {
+	if st := testutil.CacheStats(t, cacheDir); st.Hits-cold.Hits != 4 || st.Misses-cold.Misses != 1 {
 		t.Fatalf("restart and refresh: %d hits and %d misses, want 4 hits (the restart) and 1 miss (the changed file); stats %+v",
 			st.Hits-cold.Hits, st.Misses-cold.Misses, st)
 	}

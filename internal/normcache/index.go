@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
 )
@@ -94,7 +93,7 @@ func (c *Cache) appendIndex(id string, members []Member) error {
 		b.WriteString(id)
 		b.WriteByte('\n')
 	}
-	f, err := os.OpenFile(c.path(indexFile), os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(c.path(indexFile), os.O_WRONLY|os.O_APPEND, 0)
 	if os.IsNotExist(err) {
 		return replaceFile(c.path(indexFile), []byte(newIndexHeader()+b.String()))
 	}

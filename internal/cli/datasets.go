@@ -40,12 +40,24 @@ func (d *datasetFlags) register(fs *pflag.FlagSet) {
 		if s.Name == "cache_dir" {
 			def = defaultCacheDir() // the library keeps no cache unless told; the CLI keeps one
 		}
-		d.options[s.Name] = fs.String(name, def, s.Help)
-		if s.Switch {
-			fs.Lookup(name).NoOptDefVal = "true" // --no-cache, not --no-cache=true
+		if !s.Switch {
+			d.options[s.Name] = fs.String(name, def, s.Help)
+			continue
 		}
+		v := def
+		d.options[s.Name] = &v
+		fs.Var(switchFlag{&v}, name, s.Help)
+		fs.Lookup(name).NoOptDefVal = "true" // --no-cache, not --no-cache=true
 	}
 }
+
+// switchFlag is a true/false option as a flag that takes no value; its
+// text is checked with the other options (catalogOptions).
+type switchFlag struct{ v *string }
+
+func (f switchFlag) String() string     { return *f.v }
+func (f switchFlag) Set(v string) error { *f.v = v; return nil }
+func (f switchFlag) Type() string       { return "bool" }
 
 // catalogOptions returns the catalog options from the flags; a bad value is
 // reported with its flag's name, before anything is opened.
@@ -124,7 +136,7 @@ func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Sn
 	snap, err := catalog.Build(ctx, mounts, opts, catalog.WithProgress(func(n int) { bar.set(int64(n)) }))
 	bar.finish()
 	if err == nil && snap.CacheError() != nil {
-		fmt.Fprintf(d.cmd.ErrOrStderr(), "pchronicle: running without the normalization cache: %v (--no-cache says so quietly)\n", snap.CacheError())
+		fmt.Fprintf(d.cmd.ErrOrStderr(), "pchronicle: %v; running without it (--no-cache turns it off)\n", snap.CacheError())
 	}
 	return snap, isPositional, err
 }

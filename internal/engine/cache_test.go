@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -74,4 +75,37 @@ func TestCacheNeverChangesResults(t *testing.T) {
 		t.Fatalf("the queries did not exercise the cache: %+v", st)
 	}
 	t.Logf("cache after %d queries: %d entries, %d hits, %d misses", n, st.Entries, st.Hits, st.Misses)
+}
+
+// TestCachedTrialFollowsItsResult: a Harbor trial's result.json is part of
+// its trajectory's pin, so rewriting only result.json (the trajectory
+// unchanged) is never served from the cache; the other trials still are.
+func TestCachedTrialFollowsItsResult(t *testing.T) {
+	root := harborJob(t)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept
+	opts := catalog.DefaultOptions()
+	opts.CacheDir = t.TempDir()
+	const sql = "SELECT _file_, reward FROM runs WHERE reward IS NOT NULL ORDER BY 1"
+	rewards := func() string {
+		t.Helper()
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+		defer e.Close()
+		return fmt.Sprint(mustQuery(t, e, sql).Rows)
+	}
+	if got, want := rewards(), "[[job/trial-1/agent/trajectory.json 1] [job/trial-2/agent/trajectory.json 0]]"; got != want {
+		t.Fatalf("rewards %s, want %s", got, want)
+	}
+	before := testutil.CacheStats(t, opts.CacheDir)
+	os.WriteFile(filepath.Join(root, "job", "trial-1", "result.json"), []byte(`{"verifier_result": {"rewards": {"reward": 0.5}}}`), 0o644)
+	if got, want := rewards(), "[[job/trial-1/agent/trajectory.json 0.5] [job/trial-2/agent/trajectory.json 0]]"; got != want {
+		t.Fatalf("after result.json changed: rewards %s, want %s", got, want)
+	}
+	if st := testutil.CacheStats(t, opts.CacheDir); st.Hits-before.Hits != 4 || st.Misses-before.Misses != 1 {
+		t.Fatalf("want the two unchanged trials and the job's two files served from the cache, trial-1 normalized: %+v (before %+v)", st, before)
+	}
 }

@@ -114,8 +114,14 @@ func main() {
 			sides := []func(){
 				func() { _, d := run(bin, query(sh.ours)...); ours = append(ours, d) },
 				func() { _, d := run(bin, query("SELECT 1")...); floor = append(floor, d) },
-				func() { _, d := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads)); js = append(js, d) },
-				func() { _, d := run(os.Args[0], "-child", parquetSQL, "-threads", fmt.Sprint(*threads)); pq = append(pq, d) },
+				func() {
+					_, d := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
+					js = append(js, d)
+				},
+				func() {
+					_, d := run(os.Args[0], "-child", parquetSQL, "-threads", fmt.Sprint(*threads))
+					pq = append(pq, d)
+				},
 			}
 			if r < 3 { // each normalizes the whole corpus: fewer rounds
 				sides = append(sides, func() { _, d := run(bin, query(sh.ours, "--no-cache")...); none = append(none, d) })

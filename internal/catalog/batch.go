@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -17,7 +18,8 @@ import (
 // Each source's cell then holds the shared files with Owners naming every
 // source whose rows they contain, so readers of a subset filter by _file_.
 // Sources already resolved (or not local files) are left alone; errors are
-// cached per source like Resolve's.
+// cached per source like Resolve's. Sources the normalization cache holds
+// are served from it, and the batch is kept there (normcache.go).
 func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 	snap.batchMu.Lock()
 	defer snap.batchMu.Unlock()
@@ -43,6 +45,10 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 			s.storylines.mu.Unlock()
 		}
 	}()
+	todo, keys, cacheable := snap.fromCache(claimed) // normcache.go
+	if len(todo) == 0 {
+		return nil
+	}
 	dir, err := os.MkdirTemp(snap.TempDir, "batch-")
 	if err != nil {
 		return err
@@ -57,22 +63,23 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 		defer mu.Unlock()
 		return w.Add(sl)
 	}
-	errs := make([]error, len(claimed))
-	formats := make([]string, len(claimed))
+	errs := make([]error, len(todo))
+	formats := make([]string, len(todo))
+	start := time.Now()
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for n := 0; n < min(snap.Options.MaxConcurrentSources, len(claimed)); n++ {
+	for n := 0; n < min(snap.Options.MaxConcurrentSources, len(todo)); n++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				s := claimed[i]
+				s := todo[i]
 				snap.resolves.Add(1)
 				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(*s.Revision.(*FileRevision)), add)
 			}
 		}()
 	}
-	for i := range claimed {
+	for i := range todo {
 		work <- i
 	}
 	close(work)
@@ -88,12 +95,12 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 	}
 	// Every claimed source may have rows in the files, even one that
 	// failed half way (its queries fail on its cached error).
-	owners := make([]string, len(claimed))
-	for i, s := range claimed {
+	owners := make([]string, len(todo))
+	for i, s := range todo {
 		owners[i] = s.File
 	}
 	var failed []error
-	for i, s := range claimed {
+	for i, s := range todo {
 		c := &s.storylines
 		c.done = true
 		var nt *notTrajectory
@@ -109,6 +116,9 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, srcs []*Source) error {
 			s.format = formats[i]
 			c.res = &Resolved{Files: files, Dirs: []string{dir}, Format: formats[i], Owners: owners}
 		}
+	}
+	if closeErr == nil {
+		snap.storeBatch(ctx, todo, keys, cacheable, errs, formats, files, owners, start)
 	}
 	if len(failed) > 0 {
 		return failed[0]

@@ -44,11 +44,18 @@ type Options struct {
 	MaxSpillBytes         string        `opt:"max_spill_bytes" default:"10GB" check:"size0" help:"most bytes a query may spill to the Snapshot's temp directory, e.g. 10GB (0B = never spill)"`
 	Timeout               time.Duration `opt:"timeout" default:"5m" check:"nonnegative" help:"wall-clock limit of one query, e.g. 30s or 5m (0 = none)"`
 	MaxOutputRows         int64         `opt:"max_output_rows" default:"1000000" check:"nonnegative" help:"most rows a query may return; more is an error, not a silent cut (0 = no limit)"`
+	// The normalization cache (docs/storage.md). The library keeps none
+	// unless CacheDir is set; the CLI sets it to the user cache directory.
+	CacheDir      string `opt:"cache_dir" default:"" check:"text" help:"directory of the normalization cache, which keeps normalized peripheral files between runs (empty: no cache)"`
+	NoCache       bool   `opt:"no_cache" default:"false" check:"bool" help:"neither read nor write the normalization cache"`
+	MaxCacheBytes string `opt:"max_cache_bytes" default:"10GB" check:"size" help:"most bytes the normalization cache keeps, the least recently used entries going first, e.g. 10GB"`
 }
 
 // Setting describes one option.
 type Setting struct {
 	Name, Default, Help string
+	// Switch marks a true/false option: a flag that takes no value.
+	Switch bool
 }
 
 // Describe lists every option with its default and help, in field order.
@@ -57,7 +64,7 @@ func Describe() []Setting {
 	out := make([]Setting, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		out = append(out, Setting{Name: f.Tag.Get("opt"), Default: f.Tag.Get("default"), Help: f.Tag.Get("help")})
+		out = append(out, Setting{Name: f.Tag.Get("opt"), Default: f.Tag.Get("default"), Help: f.Tag.Get("help"), Switch: f.Type.Kind() == reflect.Bool})
 	}
 	return out
 }
@@ -123,7 +130,8 @@ func (o *Options) Validate() error {
 // checkField applies the field's `check` tag: policy (strict or report),
 // unrecognized (warn or error),
 // positive or nonnegative numbers and durations, or a DuckDB memory size
-// (size: more than zero bytes; size0: zero allowed).
+// (size: more than zero bytes; size0: zero allowed); text and bool accept
+// any value their type holds.
 func checkField(f reflect.StructField, v reflect.Value, shown string) error {
 	reason := ""
 	switch check := f.Tag.Get("check"); check {
@@ -135,6 +143,7 @@ func checkField(f reflect.StructField, v reflect.Value, shown string) error {
 		if s := v.String(); s != UnrecognizedWarn && s != UnrecognizedFail {
 			reason = "is not warn or error"
 		}
+	case "text", "bool":
 	case "positive":
 		if v.Int() <= 0 {
 			reason = "must be positive"
@@ -201,6 +210,12 @@ func setField(f reflect.Value, s string) error {
 		f.SetInt(int64(d))
 	case f.Kind() == reflect.String:
 		f.SetString(s)
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return errors.New("is not true or false")
+		}
+		f.SetBool(b)
 	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {

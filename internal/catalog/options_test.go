@@ -32,6 +32,8 @@ func TestOptionValuesChecked(t *testing.T) {
 		{"memory_limit", "99999999999TB", "is too large"},
 		{"max_spill_bytes", "10 parsecs", `unknown unit "parsecs"`},
 		{"errors", "lenient", "is not strict or report"},
+		{"no_cache", "maybe", "is not true or false"},
+		{"max_cache_bytes", "0B", "must be more than zero bytes"},
 	} {
 		o := DefaultOptions()
 		err := o.Set(tt.name, tt.value)
@@ -47,7 +49,7 @@ func TestOptionValuesChecked(t *testing.T) {
 		t.Errorf("Validate = %v; want --timeout -1s", err)
 	}
 	for name, value := range map[string]string{"timeout": "0", "max_output_rows": "0", "threads": "0",
-		"max_spill_bytes": "0B", "memory_limit": "1.5 GiB", "max_file_bytes": "0"} {
+		"max_spill_bytes": "0B", "memory_limit": "1.5 GiB", "max_file_bytes": "0", "no_cache": "true", "cache_dir": ""} {
 		o := DefaultOptions()
 		if err := o.Set(name, value); err != nil {
 			t.Errorf("Set(%s, %q): %v", name, value, err)

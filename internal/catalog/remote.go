@@ -7,9 +7,7 @@ package catalog
 // into the Snapshot temp directory, then reads them like local ones.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -400,7 +399,7 @@ func pinRemoteStoryline(ctx context.Context, b objstore.Bucket, base string, cur
 	if rev.ManifestObject, rev.manifestData, err = statRead(ctx, b, base+gen+"/"+storyline.ManifestFile); err != nil {
 		return rev, err
 	}
-	if err := decodeStrict(rev.manifestData, &rev.Manifest); err != nil {
+	if err := jsonx.DecodeStrict(rev.manifestData, &rev.Manifest); err != nil {
 		return rev, fmt.Errorf("storyline: %s: corrupt manifest: %w", objectURI(b, rev.ManifestObject.Key), err)
 	}
 	for _, rel := range storyline.Tables {
@@ -423,7 +422,7 @@ func pinRemoteEvents(ctx context.Context, b objstore.Bucket, base string, manife
 	if rev.manifestData, err = readSmall(ctx, b, manifest); err != nil {
 		return rev, err
 	}
-	if err := decodeStrict(rev.manifestData, &rev.Manifest); err != nil {
+	if err := jsonx.DecodeStrict(rev.manifestData, &rev.Manifest); err != nil {
 		return rev, fmt.Errorf("%s: corrupt manifest: %w", objectURI(b, manifest.Key), err)
 	}
 	for _, seg := range rev.Manifest.Segments {
@@ -471,21 +470,6 @@ func readSmall(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo)
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
-}
-
-// decodeStrict decodes a store manifest as strictly as the store reads it
-// (unknown fields and trailing data are errors); the store's own reader
-// validates the rest when the downloaded mirror is opened.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("trailing data after the JSON object")
-	}
-	return nil
 }
 
 // safeName accepts one key segment (a file or directory name) that can

@@ -54,6 +54,22 @@ var backends = []backend{
 	}},
 }
 
+// openBackend starts be with a fresh bucket, logging its requests, and
+// opens the bucket at the Dataset prefix ds/ (closed when the test ends).
+func openBackend(t *testing.T, be backend) (b objstore.Bucket, uri string, cfg objstore.Config, log *requestLog) {
+	t.Helper()
+	_, scheme, bucket, cfg := be.start(t)
+	log = &requestLog{next: http.DefaultTransport}
+	cfg.Transport = log
+	uri = fmt.Sprintf("%s://%s/ds/", scheme, bucket)
+	b, _, err := objstore.Open(context.Background(), uri, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, uri, cfg, log
+}
+
 // requestLog counts the HTTP requests whose path or query names a string.
 type requestLog struct {
 	mu    sync.Mutex
@@ -220,15 +236,7 @@ func TestRemoteDatasetConformance(t *testing.T) {
 
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			_, scheme, bucket, cfg := be.start(t)
-			log := &requestLog{next: http.DefaultTransport}
-			cfg.Transport = log
-			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
-			b, _, err := objstore.Open(ctx, uri, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b, uri, cfg, log := openBackend(t, be)
 			upload(t, b, local, "ds/")
 			// A sibling prefix the Dataset must not see.
 			if _, err := b.Put(ctx, "ds-other/x.json", strings.NewReader("{}"), 2); err != nil {
@@ -310,13 +318,7 @@ func TestRemoteOverwrittenObjectFailsTheQuery(t *testing.T) {
 			continue // a versioned read still returns the pinned version: see TestRemoteVersionedReadsThePinnedBytes
 		}
 		t.Run(be.name, func(t *testing.T) {
-			_, scheme, bucket, cfg := be.start(t)
-			uri := fmt.Sprintf("%s://%s/ds/", scheme, bucket)
-			b, _, err := objstore.Open(ctx, uri, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b, uri, cfg, _ := openBackend(t, be)
 			put(t, b, "ds/a.jsonl", chat("one"))
 			put(t, b, "ds/b.jsonl", chat("two"))
 			snap := build(t, catalog.DatasetMount{Alias: "dataset", URI: uri, Config: cfg}, catalog.DefaultOptions())

@@ -14,6 +14,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
@@ -164,7 +165,7 @@ func (s *Source) ResolveSolo(ctx context.Context, relation string) (*Resolved, e
 	}
 	solo, err := s.solo.do(ctx, func() (*Resolved, error) {
 		s.snap.resolves.Add(1)
-		return s.normalizeFile(ctx, *rev)
+		return s.cached(ctx, normcache.Own, func() (*Resolved, error) { return s.normalizeFile(ctx, *rev) })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)

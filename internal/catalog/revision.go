@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
@@ -92,7 +93,7 @@ func (r EventsRevision) events(context.Context, *Source, map[string]bool) (*even
 func (r EventsRevision) storeDir() string { return r.Revision.Dir }
 
 func (r FileRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
-	return s.normalizeFile(ctx, r)
+	return s.cached(ctx, normcache.Smallest, func() (*Resolved, error) { return s.normalizeFile(ctx, r) })
 }
 
 func (r *CompactRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
@@ -110,7 +111,7 @@ func (r *CompactRevision) events(ctx context.Context, s *Source, _ map[string]bo
 // Remote sources download only the pinned objects they need (remote.go).
 
 func (r RemoteFileRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
-	return s.normalizeRemoteFile(ctx, r)
+	return s.cached(ctx, normcache.Smallest, func() (*Resolved, error) { return s.normalizeRemoteFile(ctx, r) })
 }
 
 func (r RemoteStorylineRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {

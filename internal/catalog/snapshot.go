@@ -15,6 +15,7 @@ import (
 	"github.com/zeebo/blake3"
 
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/projection"
@@ -85,6 +86,9 @@ type Snapshot struct {
 
 	buckets []objstore.Bucket // remote Datasets' clients (remote.go), closed by Close
 
+	cache    *normcache.Session // the normalization cache (normcache.go); nil: none
+	cacheErr error              // why there is none although the options name one
+
 	reuse  *Snapshot // see Reusing; build time only
 	reused int
 }
@@ -144,6 +148,10 @@ func (s *Snapshot) Close() error {
 		b.Close()
 	}
 	s.buckets = nil
+	if s.cache != nil {
+		s.cache.Close() // its statistics are advisory
+		s.cache = nil
+	}
 	if s.TempDir == "" {
 		return nil
 	}
@@ -204,6 +212,7 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 		return nil, err
 	}
 	snap.TempDir = tmp
+	snap.cache, snap.cacheErr = openCache(opts, tmp)
 	if snap.reuse != nil {
 		err := snap.carryOver(snap.reuse)
 		snap.reuse = nil

@@ -36,9 +36,28 @@ func (d *datasetFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&d.exclude, "exclude", nil, "leave out sources, and whole directories, whose path matches this glob (repeatable)")
 	d.options = map[string]*string{}
 	for _, s := range catalog.Describe() {
-		d.options[s.Name] = fs.String(strings.ReplaceAll(s.Name, "_", "-"), s.Default, s.Help)
+		name, def := strings.ReplaceAll(s.Name, "_", "-"), s.Default
+		if s.Name == "cache_dir" {
+			def = defaultCacheDir() // the library keeps no cache unless told; the CLI keeps one
+		}
+		if !s.Switch {
+			d.options[s.Name] = fs.String(name, def, s.Help)
+			continue
+		}
+		v := def
+		d.options[s.Name] = &v
+		fs.Var(switchFlag{&v}, name, s.Help)
+		fs.Lookup(name).NoOptDefVal = "true" // --no-cache, not --no-cache=true
 	}
 }
+
+// switchFlag is a true/false option as a flag that takes no value; its
+// text is checked with the other options (catalogOptions).
+type switchFlag struct{ v *string }
+
+func (f switchFlag) String() string     { return *f.v }
+func (f switchFlag) Set(v string) error { *f.v = v; return nil }
+func (f switchFlag) Type() string       { return "bool" }
 
 // catalogOptions returns the catalog options from the flags; a bad value is
 // reported with its flag's name, before anything is opened.
@@ -116,6 +135,9 @@ func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Sn
 	bar := newProgress(d.cmd.ErrOrStderr(), -1, "discovering sources", false)
 	snap, err := catalog.Build(ctx, mounts, opts, catalog.WithProgress(func(n int) { bar.set(int64(n)) }))
 	bar.finish()
+	if err == nil && snap.CacheError() != nil {
+		fmt.Fprintf(d.cmd.ErrOrStderr(), "pchronicle: %v; running without it (--no-cache turns it off)\n", snap.CacheError())
+	}
 	return snap, isPositional, err
 }
 

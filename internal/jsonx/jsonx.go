@@ -13,6 +13,8 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -35,4 +37,20 @@ func Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// DecodeStrict decodes one JSON value of our own formats (manifests,
+// pointers) into v: unknown fields and anything after the value are
+// errors, because a file this build does not fully understand must not be
+// half-read.
+func DecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
 }

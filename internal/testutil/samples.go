@@ -113,8 +113,8 @@ type buildError struct {
 func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + e.out }
 
 // Run executes the real binary with args, with an isolated config directory
-// (XDG_CONFIG_HOME in a temp dir), and returns stdout, stderr and the exit
-// code.
+// and normalization cache (XDG_CONFIG_HOME and XDG_CACHE_HOME in temp dirs),
+// and returns stdout, stderr and the exit code.
 func Run(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return RunInput(t, "", args...)
@@ -125,7 +125,7 @@ func RunInput(t testing.TB, stdin string, args ...string) (stdout, stderr string
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

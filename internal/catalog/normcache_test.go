@@ -1,0 +1,264 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// cacheOptions are the default options with a normalization cache in dir.
+func cacheOptions(dir string) catalog.Options {
+	o := catalog.DefaultOptions()
+	o.CacheDir = dir
+	return o
+}
+
+// cachedQuery builds a Snapshot of root, runs sql and closes the Snapshot
+// (which writes the cache's counters), as one CLI process does.
+func cachedQuery(t *testing.T, root string, opts catalog.Options, sql string) (string, error) {
+	t.Helper()
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := snap.CacheError(); err != nil {
+		t.Fatal(err)
+	}
+	return queryRows(t, snap, sql)
+}
+
+func mustCachedQuery(t *testing.T, root string, opts catalog.Options, sql string) string {
+	t.Helper()
+	rows, err := cachedQuery(t, root, opts, sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return rows
+}
+
+// Queries that resolve one source alone, and all of them as a batch.
+const (
+	oneSourceSQL = `SELECT session_id, message_value FROM steps WHERE _file_ = 'a.jsonl' ORDER BY ALL`
+	batchSQL     = `SELECT _file_, session_id, message_value FROM steps ORDER BY ALL`
+)
+
+func chatTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	testutil.WriteFiles(t, root, map[string]string{"a.jsonl": chat("one"), "b.jsonl": chat("bee"), "sub/c.jsonl": chat("sea"),
+		"config.json": `{"model":"x"}`}) // not a trajectory: a warning, kept in the cache too
+	return root
+}
+
+// TestWarmCacheServesTheSameRows: a second process over unchanged files is
+// served from the cache — nothing is normalized — with the rows and
+// warnings a process without the cache gets, for a source read alone and
+// for a batch.
+func TestWarmCacheServesTheSameRows(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	for _, sql := range []string{oneSourceSQL, batchSQL} {
+		root, dir := chatTree(t), t.TempDir()
+		noCache := catalog.DefaultOptions()
+		noCache.NoCache = true
+		want := mustCachedQuery(t, root, noCache, sql)
+		cold := mustCachedQuery(t, root, cacheOptions(dir), sql)
+		afterCold := testutil.CacheStats(t, dir)
+		warm := mustCachedQuery(t, root, cacheOptions(dir), sql)
+		afterWarm := testutil.CacheStats(t, dir)
+		if cold != want || warm != want {
+			t.Fatalf("%s:\nno cache %s\ncold     %s\nwarm     %s", sql, want, cold, warm)
+		}
+		if afterCold.Stored == 0 || afterWarm.Misses != afterCold.Misses || afterWarm.Hits <= afterCold.Hits || afterWarm.Stored != afterCold.Stored {
+			t.Fatalf("%s: the warm run must only hit: after cold %+v, after warm %+v", sql, afterCold, afterWarm)
+		}
+	}
+	// The warning of a file that is not a trajectory comes from the cache too.
+	root, dir := chatTree(t), t.TempDir()
+	for run := 0; run < 2; run++ {
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := snap.Datasets[0].Source("config.json")
+		res, err := src.Resolve(context.Background(), "runs")
+		snap.Close()
+		if err != nil || len(res.Files) != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "config.json") {
+			t.Fatalf("run %d: config.json resolved to %+v, %v", run, res, err)
+		}
+	}
+	if st := testutil.CacheStats(t, dir); st.Hits != 1 {
+		t.Fatalf("the second resolution of config.json was not a hit: %+v", st)
+	}
+}
+
+// TestChangedFileIsNeverServedFromTheCache rewrites a cached file in place
+// with the same size — with a new mtime, and with its old mtime put back
+// (only the ctime moves) — and checks the next process reads the new
+// content, alone and in a batch, while the unchanged files still hit.
+func TestChangedFileIsNeverServedFromTheCache(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	for _, restoreMtime := range []bool{false, true} {
+		for _, sql := range []string{oneSourceSQL, batchSQL} {
+			root, dir := chatTree(t), t.TempDir()
+			path := filepath.Join(root, "a.jsonl")
+			before := mustCachedQuery(t, root, cacheOptions(dir), sql)
+			if !strings.Contains(before, "task one") {
+				t.Fatalf("rows %s", before)
+			}
+			rewriteSameSize(t, path, chat("two"), restoreMtime)
+			noCache := catalog.DefaultOptions()
+			noCache.NoCache = true
+			want := mustCachedQuery(t, root, noCache, sql)
+			got := mustCachedQuery(t, root, cacheOptions(dir), sql)
+			if got != want || strings.Contains(got, "task one") || !strings.Contains(got, "task two") {
+				t.Fatalf("restore mtime %v, %s: after the rewrite the cached process read %s, want %s", restoreMtime, sql, got, want)
+			}
+		}
+	}
+}
+
+// rewriteSameSize replaces a file's content in place with content of the
+// same size; with restoreMtime its old mtime is put back, so only the ctime
+// differs (it is rewritten until the coarse ctime clock has moved).
+func rewriteSameSize(t *testing.T, path, content string, restoreMtime bool) {
+	t.Helper()
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(content)) != before.Size() {
+		t.Fatalf("%d bytes replace %d", len(content), before.Size())
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if restoreMtime {
+			if err := os.Chtimes(path, before.ModTime(), before.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Chtimes(path, time.Now(), before.ModTime().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changeTime(after) != changeTime(before) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ctime never moved")
+		}
+	}
+}
+
+// TestFileChangedAfterPinningFailsAsWithoutTheCache: a file rewritten after
+// the Snapshot pinned it is not served from the cache for its old pin; the
+// query fails with the source-changed error, as it does without a cache.
+func TestFileChangedAfterPinningFailsAsWithoutTheCache(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	root, dir := chatTree(t), t.TempDir()
+	for _, sql := range []string{oneSourceSQL, batchSQL} {
+		mustCachedQuery(t, root, cacheOptions(dir), sql) // both shapes cached
+	}
+	snaps := map[string]*catalog.Snapshot{}
+	for _, sql := range []string{oneSourceSQL, batchSQL} {
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		snaps[sql] = snap
+	}
+	rewriteSameSize(t, filepath.Join(root, "a.jsonl"), chat("two"), true)
+	for sql, snap := range snaps {
+		rows, err := queryRows(t, snap, sql)
+		var changed *catalog.ErrSourceChanged
+		if !errors.As(err, &changed) || changed.File != "a.jsonl" {
+			t.Fatalf("%s: got %s, %v; want the source-changed error for a.jsonl", sql, rows, err)
+		}
+	}
+}
+
+// TestRecentFileIsNotKept: a file whose timestamps are within the racy
+// window could change again without its pin showing it, so it is
+// normalized but not kept.
+func TestRecentFileIsNotKept(t *testing.T) {
+	root, dir := chatTree(t), t.TempDir()
+	mustCachedQuery(t, root, cacheOptions(dir), batchSQL)
+	mustCachedQuery(t, root, cacheOptions(dir), oneSourceSQL)
+	if st := testutil.CacheStats(t, dir); st.Stored != 0 || st.Hits != 0 || st.Entries != 0 {
+		t.Fatalf("files written just now were kept: %+v", st)
+	}
+}
+
+// TestCorruptCacheEntryIsRebuilt damages the files of every entry; the next
+// process detects it, normalizes again with the same rows, and replaces the
+// entries, which the process after it uses.
+func TestCorruptCacheEntryIsRebuilt(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	for _, damage := range []func(string) error{
+		func(p string) error { return os.Truncate(p, 7) },
+		func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b[len(b)/2] ^= 0x40
+			return os.WriteFile(p, b, 0o644) // in place: the entry's files are hard links
+		},
+	} {
+		root, dir := chatTree(t), t.TempDir()
+		want := mustCachedQuery(t, root, cacheOptions(dir), batchSQL)
+		files, _ := filepath.Glob(filepath.Join(dir, "*", "entries", "*", "steps.parquet"))
+		if len(files) == 0 {
+			t.Fatal("no cache entry was written")
+		}
+		for _, f := range files {
+			if err := damage(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := mustCachedQuery(t, root, cacheOptions(dir), batchSQL); got != want {
+			t.Fatalf("with a damaged entry: %s, want %s", got, want)
+		}
+		st := testutil.CacheStats(t, dir)
+		if st.Rejected != int64(len(files)) || st.Stored != 2 {
+			t.Fatalf("the damaged entries were not rejected and rebuilt: %+v", st)
+		}
+		if got := mustCachedQuery(t, root, cacheOptions(dir), batchSQL); got != want {
+			t.Fatalf("from the rebuilt entry: %s, want %s", got, want)
+		}
+		if again := testutil.CacheStats(t, dir); again.Hits <= st.Hits || again.Stored != st.Stored {
+			t.Fatalf("the rebuilt entry was not used: %+v", again)
+		}
+	}
+}
+
+// TestUnusableCacheDirectoryIsNotAQueryError: a cache directory that cannot
+// be created leaves the Snapshot without a cache, saying why.
+func TestUnusableCacheDirectoryIsNotAQueryError(t *testing.T) {
+	root := chatTree(t)
+	blocker := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(blocker, nil, 0o644)
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(filepath.Join(blocker, "cache")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if snap.CacheError() == nil {
+		t.Fatal("no cache error for a cache directory under a file")
+	}
+	if _, err := queryRows(t, snap, batchSQL); err != nil {
+		t.Fatal(err)
+	}
+}

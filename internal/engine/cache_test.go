@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// TestCacheNeverChangesResults: the pruning test's generated queries give
+// the same rows in processes sharing a normalization cache as without one.
+// Each query runs in a new Snapshot, as in a new process, so it is served
+// by whatever entries the earlier ones left — batches, single sources, solo
+// resolutions, entries shared with sources it does not read — and half way
+// some files change (one grows, one is rewritten with the same size), so
+// their old entries must never be served while the others still are.
+func TestCacheNeverChangesResults(t *testing.T) {
+	root := fixture(t, 16)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept (docs/storage.md, "Normalization cache")
+	cached := catalog.DefaultOptions()
+	cached.CacheDir = t.TempDir()
+	_, full := open(t, root, catalog.DefaultOptions())
+	var files []string
+	for _, r := range mustQuery(t, full, "SELECT _file_ FROM sources ORDER BY 1").Rows {
+		files = append(files, r[0].(string))
+	}
+	g := &queryGen{rng: rand.New(rand.NewPCG(3, 4)), files: files}
+	n := 80
+	if testing.Short() {
+		n = 30
+	}
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			grow := filepath.Join(root, "a", "f000.jsonl")
+			f, err := os.OpenFile(grow, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(chatLine("grown", 2))
+			f.Close()
+			same := filepath.Join(root, "b", "f003.jsonl")
+			data, _ := os.ReadFile(same)
+			os.WriteFile(same, []byte(strings.ReplaceAll(string(data), "t3", "x3")), 0o644)
+			_, full = open(t, root, catalog.DefaultOptions())
+		}
+		sql, _ := g.query()
+		want, err := full.Query(context.Background(), sql, QueryOptions{})
+		if err != nil {
+			t.Fatalf("without the cache, %s: %v", sql, err)
+		}
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, cached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+		got, err := e.Query(context.Background(), sql, QueryOptions{})
+		e.Close()
+		snap.Close()
+		if err != nil {
+			t.Fatalf("with the cache, %s: %v", sql, err)
+		}
+		if a, b := strings.Join(canonicalRows(got), "\n"), strings.Join(canonicalRows(want), "\n"); a != b {
+			t.Fatalf("query %d, results differ for\n%s\ncached (%d rows):\n%s\nwithout the cache (%d rows):\n%s", i, sql, len(got.Rows), a, len(want.Rows), b)
+		}
+	}
+	st := testutil.CacheStats(t, cached.CacheDir)
+	if st.Hits == 0 || st.Stored == 0 || st.Misses == 0 || st.Rejected != 0 || st.Failures != 0 {
+		t.Fatalf("the queries did not exercise the cache: %+v", st)
+	}
+	t.Logf("cache after %d queries: %d entries, %d hits, %d misses", n, st.Entries, st.Hits, st.Misses)
+}
+
+// TestCachedTrialFollowsItsResult: a Harbor trial's result.json is part of
+// its trajectory's pin, so rewriting only result.json (the trajectory
+// unchanged) is never served from the cache; the other trials still are.
+func TestCachedTrialFollowsItsResult(t *testing.T) {
+	root := harborJob(t)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept
+	opts := catalog.DefaultOptions()
+	opts.CacheDir = t.TempDir()
+	const sql = "SELECT _file_, reward FROM runs WHERE reward IS NOT NULL ORDER BY 1"
+	rewards := func() string {
+		t.Helper()
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+		defer e.Close()
+		return fmt.Sprint(mustQuery(t, e, sql).Rows)
+	}
+	if got, want := rewards(), "[[job/trial-1/agent/trajectory.json 1] [job/trial-2/agent/trajectory.json 0]]"; got != want {
+		t.Fatalf("rewards %s, want %s", got, want)
+	}
+	before := testutil.CacheStats(t, opts.CacheDir)
+	os.WriteFile(filepath.Join(root, "job", "trial-1", "result.json"), []byte(`{"verifier_result": {"rewards": {"reward": 0.5}}}`), 0o644)
+	if got, want := rewards(), "[[job/trial-1/agent/trajectory.json 0.5] [job/trial-2/agent/trajectory.json 0]]"; got != want {
+		t.Fatalf("after result.json changed: rewards %s, want %s", got, want)
+	}
+	if st := testutil.CacheStats(t, opts.CacheDir); st.Hits-before.Hits != 4 || st.Misses-before.Misses != 1 {
+		t.Fatalf("want the two unchanged trials and the job's two files served from the cache, trial-1 normalized: %+v (before %+v)", st, before)
+	}
+}

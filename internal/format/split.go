@@ -2,7 +2,6 @@ package format
 
 import (
 	"bytes"
-	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -35,7 +34,7 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		end := skipValue(raw, i)
-		key := FastString(raw[i:end])
+		key := String(raw[i:end])
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // ':'
 		end = skipValue(raw, i)
@@ -118,34 +117,4 @@ func skipValue(b []byte, i int) int {
 }
 
 // skipString returns the index just after the string starting at b[i].
-func skipString(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return len(b)
-		}
-		j += k
-		bs := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// FastString decodes a JSON string without the codec when it has no escapes
-// (the common case for roles, ids and most content); other values go
-// through String.
-func FastString(raw []byte) string {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		body := raw[1 : n-1]
-		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-			return string(body)
-		}
-	}
-	return String(raw)
-}
+func skipString(b []byte, i int) int { return jsonx.StringEnd(b, i) }

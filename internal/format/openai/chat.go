@@ -52,7 +52,7 @@ var chatKnown = []string{
 // chatMessage maps one Chat Completions message (found at `at` in the
 // file) to step stepID, its tool calls, and a link to the call it answers.
 func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessage) {
-	role := format.FastString(m["role"])
+	role := format.String(m["role"])
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -215,7 +215,7 @@ func (b *builder) observation(stepID string, calls []int, text *string) {
 func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		return format.FastString(raw), format.KindText, true
+		return format.String(raw), format.KindText, true
 	}
 	return format.Content(format.CompactJSON(raw))
 }
@@ -225,7 +225,7 @@ func stringValue(raw jsonx.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	return format.FastString(raw), true
+	return format.String(raw), true
 }
 
 // isRefusalParts reports whether assistant content parts are all refusals.
@@ -406,7 +406,7 @@ func objects(raw []byte) []map[string]jsonx.RawMessage {
 }
 
 func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
-	id := format.FastString(c["id"])
+	id := format.String(c["id"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
 	known := []string{"id", "function"}
 	var fn map[string]jsonx.RawMessage
@@ -446,7 +446,7 @@ func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string
 
 // chatResult links a tool/function message to the call it answers.
 func (b *builder) chatResult(stepID string, at loc, role string, m map[string]jsonx.RawMessage, result *string) {
-	key, link := format.FastString(m["tool_call_id"]), model.LinkByID
+	key, link := format.String(m["tool_call_id"]), model.LinkByID
 	if key == "" {
 		if ids := m["tool_call_ids"]; !format.IsNull(ids) { // SWE-agent
 			var list []string

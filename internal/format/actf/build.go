@@ -592,8 +592,8 @@ func mergeObject(extra, add *string) *string {
 	if add == nil {
 		return extra
 	}
-	var obj map[string]json.RawMessage
-	if jsonx.Unmarshal([]byte(*add), &obj) != nil {
+	obj := format.Object([]byte(*add))
+	if obj == nil && !format.IsNull([]byte(*add)) {
 		return extra
 	}
 	for k, v := range obj {

@@ -230,8 +230,8 @@ func stringValue(raw jsonx.RawMessage) (string, bool) {
 
 // isRefusalParts reports whether assistant content parts are all refusals.
 func isRefusalParts(raw jsonx.RawMessage) bool {
-	var parts []map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+	parts, ok := format.ObjectArray(raw)
+	if !ok || len(parts) == 0 {
 		return false
 	}
 	for _, p := range parts {
@@ -310,8 +310,8 @@ func nextThinkClose(s string) (int, string) {
 func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) {
 	var ext, resp map[string]jsonx.RawMessage
 	if raw, ok := m["extra"]; ok {
-		_ = jsonx.Unmarshal(raw, &ext)
-		_ = jsonx.Unmarshal(ext["response"], &resp)
+		ext = format.Object(raw)
+		resp = format.SplitObject(ext["response"])
 	}
 	for _, raw := range []jsonx.RawMessage{m["timestamp"], m["created"], ext["timestamp"], resp["created"]} {
 		if t, ok := format.Time(raw); ok {
@@ -343,12 +343,14 @@ func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
 	if !ok {
 		return extra
 	}
-	var ext map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(raw, &ext) != nil {
+	ext := format.Object(raw)
+	if ext == nil && !(jsonx.Valid(raw) && format.IsNull(raw)) {
 		return format.MergeExtra(extra, "extra", raw)
 	}
-	var resp map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(ext["response"], &resp) == nil && resp != nil {
+	if ext == nil {
+		ext = map[string]jsonx.RawMessage{}
+	}
+	if resp := format.SplitObject(ext["response"]); resp != nil {
 		if r := format.Extra(resp, "choices", "usage", "model", "created"); r != nil {
 			ext["response"] = jsonx.RawMessage(*r)
 		} else {

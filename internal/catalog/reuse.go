@@ -2,10 +2,11 @@ package catalog
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pchronicle/pchronicle/internal/fsx"
 )
 
 // Reusing has Build carry the resolved data of every source whose pin is
@@ -150,7 +151,7 @@ func (s *Snapshot) linkUnder(file, oldTemp string, linked map[string]string) (st
 	if _, done := linked[file]; done {
 		return dst, nil
 	}
-	if err := linkOrCopy(file, dst); err != nil {
+	if err := fsx.LinkOrCopy(file, dst); err != nil {
 		return "", err
 	}
 	linked[file] = dst
@@ -171,24 +172,4 @@ func (s *Snapshot) linkDir(dir, oldTemp string, linked map[string]string) (strin
 		linked[dir] = dst
 	}
 	return dst, nil
-}
-
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -318,15 +318,39 @@ func Without(obj map[string]json.RawMessage, keys ...string) map[string]json.Raw
 
 // MergeExtra adds key=value (JSON) into an extra object (nil = empty).
 func MergeExtra(extra *string, key string, value json.RawMessage) *string {
+	return MergeExtras(extra, map[string]json.RawMessage{key: value})
+}
+
+// MergeExtras adds every member of add into an extra object (nil = empty),
+// as MergeExtra of each would, in one pass; with nothing to add it returns
+// extra unchanged.
+func MergeExtras(extra *string, add map[string]json.RawMessage) *string {
+	if len(add) == 0 {
+		return extra
+	}
 	var obj map[string]json.RawMessage
 	if extra != nil && jsonx.Valid([]byte(*extra)) {
 		obj = SplitObject([]byte(*extra))
 	}
 	if obj == nil {
-		obj = map[string]json.RawMessage{}
+		obj = make(map[string]json.RawMessage, len(add))
 	}
-	obj[key] = value
+	for k, v := range add {
+		obj[k] = v
+	}
 	return Extra(obj)
+}
+
+// EmptyJSON reports whether the valid JSON value raw is null, [] or {}
+// (with any space inside), which producers emit for absent fields.
+func EmptyJSON(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return true
+	}
+	n := len(raw)
+	return n >= 2 && (raw[0] == '[' && raw[n-1] == ']' || raw[0] == '{' && raw[n-1] == '}') &&
+		len(bytes.TrimSpace(raw[1:n-1])) == 0
 }
 
 // compact is raw without insignificant space, or raw as a JSON string when

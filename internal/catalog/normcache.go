@@ -10,7 +10,6 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/objstore"
-	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
 // The normalization cache (docs/storage.md, "Normalization cache") keeps
@@ -53,12 +52,14 @@ func openCache(o Options, tempDir string) (*normcache.Session, error) {
 // its options name (nil: it uses it, or none was asked for).
 func (s *Snapshot) CacheError() error { return s.cacheErr }
 
-// cacheKey digests what a peripheral file source's rows depend on: where it
-// is, its exact pin (its companion's included), the _file_ its rows carry,
-// and the options of normalization. ok is false for a source the cache
-// does not keep: a remote object pinned only by key, size and mtime could
-// be rewritten without its pin showing it.
-func (s *Source) cacheKey(c *normcache.Session) (key normcache.Key, ok bool) {
+// cacheKey digests what a peripheral file source's rows of relation depend
+// on: where it is, its exact pin (its companion's included), the _file_ its
+// rows carry, the options of normalization and the relation (each relation
+// is an entry of its own, as a query normalizes only the relations it
+// reads). ok is false for a source the cache does not keep: a remote
+// object pinned only by key, size and mtime could be rewritten without its
+// pin showing it.
+func (s *Source) cacheKey(c *normcache.Session, relation string) (key normcache.Key, ok bool) {
 	if !strongPin(s.Revision) || (s.Companion != nil && !strongPin(s.Companion.Revision)) {
 		return key, false
 	}
@@ -72,7 +73,18 @@ func (s *Source) cacheKey(c *normcache.Session) (key normcache.Key, ok bool) {
 	}
 	o := s.snap.Options
 	return c.Key(append(where, s.PinRef(), s.File,
-		strconv.FormatInt(o.MaxDetectionBytes, 10), strconv.FormatInt(o.MaxFileBytes, 10), o.Unrecognized)...), true
+		strconv.FormatInt(o.MaxDetectionBytes, 10), strconv.FormatInt(o.MaxFileBytes, 10), o.Unrecognized, relation)...), true
+}
+
+// cacheKeys are the keys of rels (ok false: the source is not cacheable).
+func (s *Source) cacheKeys(c *normcache.Session, rels []string) (keys []normcache.Key, ok bool) {
+	keys = make([]normcache.Key, len(rels))
+	for i, rel := range rels {
+		if keys[i], ok = s.cacheKey(c, rel); !ok {
+			return nil, false
+		}
+	}
+	return keys, true
 }
 
 // strongPin reports whether a file's pin names one exact content: a local
@@ -126,57 +138,83 @@ func (s *Source) settled(start time.Time) bool {
 	return true
 }
 
-// cached resolves a peripheral file source alone through the cache: a
-// verified entry for its exact pin when there is one (want says which),
-// else normalize, whose result is kept for the next process.
-func (s *Source) cached(ctx context.Context, want normcache.Want, normalize func() (*Resolved, error)) (*Resolved, error) {
+// cached resolves relations of a peripheral file source alone through the
+// cache: a verified entry for its exact pin when there is one (want says
+// which), else normalize those the cache lacks, whose results are kept for
+// the next process. It returns one result per relation of rels.
+func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string, normalize func(rels []string) (*Resolved, error)) ([]*Resolved, error) {
 	c := s.snap.cache
-	if c == nil {
-		return normalize()
+	var keys []normcache.Key
+	ok := false
+	if c != nil {
+		keys, ok = s.cacheKeys(c, rels)
 	}
-	key, ok := s.cacheKey(c)
 	if !ok {
-		return normalize()
-	}
-	if s.unchanged() {
-		if h := c.Lookup([]normcache.Key{key}, want)[0]; h != nil {
-			return resolvedHit(h), nil
+		res, err := normalize(rels)
+		if err != nil {
+			return nil, err
 		}
+		return res.byRelation(rels), nil
+	}
+	out := make([]*Resolved, len(rels))
+	var missing []string
+	var missingKeys []normcache.Key
+	var at []int
+	hits := make([]*normcache.Hit, len(rels))
+	if s.unchanged() {
+		hits = c.Lookup(keys, want)
+	}
+	for i, h := range hits {
+		if h != nil {
+			out[i] = resolvedHit(h)
+			if !h.NoRows {
+				s.setFormat(h.Format)
+			}
+			continue
+		}
+		missing, missingKeys, at = append(missing, rels[i]), append(missingKeys, keys[i]), append(at, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
 	}
 	start := time.Now()
-	res, err := normalize()
-	if err != nil || !s.settled(start) {
-		return res, err
+	res, err := normalize(missing)
+	if err != nil {
+		return nil, err
 	}
-	if files, ok := cacheFiles(res); ok {
-		var owners []string
-		if len(files) > 0 {
-			owners = []string{s.File}
+	for j, r := range res.byRelation(missing) {
+		out[at[j]] = r
+	}
+	if !s.settled(start) {
+		return out, nil
+	}
+	for j, rel := range missing {
+		file, rows, ok := cacheFile(res, rel)
+		if !ok {
+			continue
 		}
-		m := normcache.Member{Key: key, File: s.File, Format: res.Format, Warnings: res.Warnings, NoRows: len(files) == 0}
+		m := normcache.Member{Key: missingKeys[j], File: s.File, Format: res.Format, Warnings: res.Warnings, NoRows: !rows}
+		var owners []string
+		files := map[string]string{}
+		if rows {
+			owners, files[rel] = []string{s.File}, file
+		}
 		c.Store(ctx, []normcache.Member{m}, owners, files) // a failure is the cache's (counted in its stats), never the query's
 	}
-	return res, nil
+	return out, nil
 }
 
-// cacheFiles returns the files of a resolution by relation when the cache
-// can keep it: whole (every Storyline relation, one file each), or without
-// rows (a file that is not a trajectory).
-func cacheFiles(res *Resolved) (map[string]string, bool) {
+// cacheFile returns the file of relation in a resolution when the cache
+// can keep it: one file, or none at all (rows false: a file that is not a
+// trajectory).
+func cacheFile(res *Resolved, relation string) (file string, rows bool, ok bool) {
 	if len(res.Files) == 0 {
-		return map[string]string{}, true
+		return "", false, true
 	}
-	if len(res.Files) != len(storyline.Tables) {
-		return nil, false
+	if files := res.Files[relation]; len(files) == 1 {
+		return files[0], true, true
 	}
-	files := make(map[string]string, len(storyline.Tables))
-	for _, rel := range storyline.Tables {
-		if len(res.Files[rel]) != 1 {
-			return nil, false
-		}
-		files[rel] = res.Files[rel][0]
-	}
-	return files, true
+	return "", false, false
 }
 
 // resolvedHit is the resolution a cache hit stands for.
@@ -195,69 +233,77 @@ func resolvedHit(h *normcache.Hit) *Resolved {
 	return res
 }
 
-// fromCache serves the sources of a batch that have a verified entry
-// (Largest: sources resolved together share the fewest file sets), setting
-// their cells, whose locks the caller holds. It returns the others with
-// their keys (ok false: not cacheable).
-func (snap *Snapshot) fromCache(srcs []*Source) (rest []*Source, keys []normcache.Key, ok []bool) {
-	c := snap.cache
+// fromCache serves relations of a source claimed by a batch from verified
+// entries (Largest: sources resolved together share the fewest file sets),
+// setting their cells, whose locks the caller holds. It returns the
+// relations left to normalize with their keys (cacheable false: none).
+func (s *Source) fromCache(rels []string) (rest []string, keys []normcache.Key, cacheable bool) {
+	c := s.snap.cache
 	if c == nil {
-		return srcs, make([]normcache.Key, len(srcs)), make([]bool, len(srcs))
+		return rels, nil, false
 	}
-	all := make([]normcache.Key, len(srcs))
-	cacheable := make([]bool, len(srcs))
-	var look []normcache.Key
-	var at []int
-	for i, s := range srcs {
-		all[i], cacheable[i] = s.cacheKey(c)
-		if cacheable[i] && s.unchanged() {
-			look = append(look, all[i])
-			at = append(at, i)
-		}
+	all, ok := s.cacheKeys(c, rels)
+	if !ok {
+		return rels, nil, false
 	}
-	hit := make([]bool, len(srcs))
-	for j, h := range c.Lookup(look, normcache.Largest) {
+	if !s.unchanged() {
+		return rels, all, true
+	}
+	for i, h := range c.Lookup(all, normcache.Largest) {
 		if h == nil {
+			rest, keys = append(rest, rels[i]), append(keys, all[i])
 			continue
 		}
-		s := srcs[at[j]]
-		s.storylines.done, s.storylines.res = true, resolvedHit(h)
-		s.format = h.Format
-		hit[at[j]] = true
-	}
-	for i, s := range srcs {
-		if !hit[i] {
-			rest, keys, ok = append(rest, s), append(keys, all[i]), append(ok, cacheable[i])
+		cl := &s.relations[relIndex(rels[i])]
+		cl.done, cl.res = true, resolvedHit(h)
+		if !h.NoRows {
+			s.setFormat(h.Format)
 		}
 	}
-	return rest, keys, ok
+	return rest, keys, true
 }
 
-// storeBatch keeps the shared files of a batch for its sources that
-// normalized (or were found not to be trajectories) with settled pins. A
-// source that failed may have rows in the files too: owners are every
-// source of the batch, and readers of the entry filter by _file_.
-func (snap *Snapshot) storeBatch(ctx context.Context, srcs []*Source, keys []normcache.Key, cacheable []bool, errs []error, formats []string, files map[string][]string, owners []string, start time.Time) {
+// cacheMember is a source of a normalized batch, as storeBatch keeps it.
+type cacheMember struct {
+	s         *Source
+	keys      []normcache.Key // by relation of the batch
+	cacheable bool
+	err       error
+	format    string
+}
+
+// storeBatch keeps the shared files of a batch, one entry per relation, for
+// its sources that normalized (or were found not to be trajectories) with
+// settled pins. A source that failed may have rows in the files too:
+// owners are every source of the batch, and readers of an entry filter by
+// _file_.
+func (snap *Snapshot) storeBatch(ctx context.Context, batch []cacheMember, rels []string, files map[string][]string, owners []string, start time.Time) {
 	c := snap.cache
 	if c == nil {
 		return
 	}
-	var members []normcache.Member
-	for i, s := range srcs {
-		if !cacheable[i] || !s.settled(start) {
+	for j, rel := range rels {
+		var members []normcache.Member
+		for _, b := range batch {
+			if !b.cacheable || !b.s.settled(start) {
+				continue
+			}
+			var nt *notTrajectory
+			switch {
+			case b.err == nil:
+				members = append(members, normcache.Member{Key: b.keys[j], File: b.s.File, Format: b.format})
+			case errors.As(b.err, &nt):
+				members = append(members, normcache.Member{Key: b.keys[j], File: b.s.File, Warnings: nt.resolved().Warnings, NoRows: true})
+			}
+		}
+		file, rows, ok := cacheFile(&Resolved{Files: files}, rel)
+		if len(members) == 0 || !ok {
 			continue
 		}
-		var nt *notTrajectory
-		switch {
-		case errs[i] == nil:
-			members = append(members, normcache.Member{Key: keys[i], File: s.File, Format: formats[i]})
-		case errors.As(errs[i], &nt):
-			members = append(members, normcache.Member{Key: keys[i], File: s.File, Warnings: nt.resolved().Warnings, NoRows: true})
+		kept := map[string]string{}
+		if rows {
+			kept[rel] = file
 		}
+		c.Store(ctx, members, owners, kept) // a failure is the cache's (counted in its stats), never the query's
 	}
-	kept, ok := cacheFiles(&Resolved{Files: files})
-	if len(members) == 0 || !ok {
-		return
-	}
-	c.Store(ctx, members, owners, kept) // a failure is the cache's (counted in its stats), never the query's
 }

@@ -262,3 +262,41 @@ func TestUnusableCacheDirectoryIsNotAQueryError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCacheKeepsEachRelation: a query normalizes only the relations it
+// reads, and the cache keeps each relation as an entry of its own, so a
+// later query of another relation normalizes that one (a miss), one of
+// the same relation only hits, and every answer equals a process's
+// without the cache — alone and in a batch.
+func TestCacheKeepsEachRelation(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	for _, where := range []string{"WHERE _file_ = 'a.jsonl'", ""} {
+		root, dir := chatTree(t), t.TempDir()
+		noCache := catalog.DefaultOptions()
+		noCache.NoCache = true
+		toolCalls := "SELECT _file_, count(*) FROM tool_calls " + where + " GROUP BY ALL ORDER BY ALL"
+		steps := "SELECT _file_, session_id, message_value FROM steps " + where + " ORDER BY ALL"
+		wantCalls, wantSteps := mustCachedQuery(t, root, noCache, toolCalls), mustCachedQuery(t, root, noCache, steps)
+
+		if got := mustCachedQuery(t, root, cacheOptions(dir), toolCalls); got != wantCalls {
+			t.Fatalf("%s: cold %s, want %s", toolCalls, got, wantCalls)
+		}
+		first := testutil.CacheStats(t, dir)
+		if got := mustCachedQuery(t, root, cacheOptions(dir), steps); got != wantSteps {
+			t.Fatalf("%s: after tool_calls %s, want %s", steps, got, wantSteps)
+		}
+		second := testutil.CacheStats(t, dir)
+		if second.Stored <= first.Stored || second.Misses <= first.Misses {
+			t.Fatalf("%q: steps must be normalized and kept after a tool_calls query: %+v then %+v", where, first, second)
+		}
+		for _, sql := range []string{toolCalls, steps} {
+			want := map[string]string{toolCalls: wantCalls, steps: wantSteps}[sql]
+			if got := mustCachedQuery(t, root, cacheOptions(dir), sql); got != want {
+				t.Fatalf("%s: warm %s, want %s", sql, got, want)
+			}
+		}
+		if third := testutil.CacheStats(t, dir); third.Misses != second.Misses || third.Stored != second.Stored || third.Hits <= second.Hits {
+			t.Fatalf("%q: both relations must now only hit: %+v then %+v", where, second, third)
+		}
+	}
+}

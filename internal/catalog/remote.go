@@ -549,7 +549,7 @@ func (r RemoteEventsRevision) localRevision(ctx context.Context, snap *Snapshot,
 
 // normalizeRemoteFile downloads the pinned object and normalizes the copy
 // like a local file; the download verified version and size.
-func (s *Source) normalizeRemoteFile(ctx context.Context, rev RemoteFileRevision) (*Resolved, error) {
+func (s *Source) normalizeRemoteFile(ctx context.Context, rev RemoteFileRevision, rels []string) (*Resolved, error) {
 	if max := s.snap.Options.MaxFileBytes; max > 0 && rev.Object.Size > max {
 		return nil, fmt.Errorf("%s: %d bytes exceeds max_file_bytes (%d)", s.Path, rev.Object.Size, max)
 	}
@@ -557,7 +557,7 @@ func (s *Source) normalizeRemoteFile(ctx context.Context, rev RemoteFileRevision
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.normalizePath(ctx, local, nil)
+	res, err := s.normalizePath(ctx, local, nil, rels)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,13 @@ import (
 // cells that run at most once per Snapshot (single-flight) and cache their
 // result or error for the Snapshot's life. Resolution only ever uses the
 // pinned version.
+//
+// The Storyline relations have a cell each. A store's are resolved
+// together (its files exist already), but a peripheral file is normalized
+// for the relations a query reads and writes only those: a count over
+// tool_calls never encodes every message text into Parquet. A later query
+// that reads another relation normalizes the file once more, for that
+// relation only.
 type Source struct {
 	DiscoveredSource
 	Projections []*Projection
@@ -30,11 +38,13 @@ type Source struct {
 	snap    *Snapshot
 	dataset *Dataset
 
-	storylines cell // runs, steps, tool_calls
-	solo       cell // the same, normalized alone when storylines is a shared batch (ResolveSolo)
-	events     cell // events
-	compact    compactLoad
-	format     string
+	relations relCells // runs, steps, tool_calls
+	solo      relCells // the same, normalized alone when a relation's files are a shared batch (ResolveSolo)
+	events    cell     // events
+	compact   compactLoad
+
+	formatMu sync.Mutex
+	format   string
 
 	// Directed fallbacks of an events source, by session set (see
 	// ResolveSessions).
@@ -96,6 +106,85 @@ func (c *cell) do(ctx context.Context, fn func() (*Resolved, error)) (*Resolved,
 	return res, err
 }
 
+// relCells are the cells of the Storyline relations, in storyline.Tables
+// order.
+type relCells [3]cell
+
+func relIndex(rel string) int { return slices.Index(storyline.Tables, rel) }
+
+// lock locks the cells of rels (each once, always in table order, so that
+// concurrent resolutions of overlapping sets cannot deadlock) and returns
+// their indexes and the relations of those not resolved yet.
+func (cs *relCells) lock(rels []string) (held []int, missing []string) {
+	for i, t := range storyline.Tables {
+		if slices.Contains(rels, t) {
+			held = append(held, i)
+		}
+	}
+	for _, i := range held {
+		cs[i].mu.Lock()
+		if !cs[i].done {
+			missing = append(missing, storyline.Tables[i])
+		}
+	}
+	return held, missing
+}
+
+func (cs *relCells) unlock(held []int) {
+	for _, i := range held {
+		cs[i].mu.Unlock()
+	}
+}
+
+// do is cell.do for several relations at once: fn runs once for those not
+// resolved yet and returns one result per missing relation (each cell holds
+// only its relation's files), which is cached.
+func (cs *relCells) do(ctx context.Context, rels []string, fn func(missing []string) ([]*Resolved, error)) ([]*Resolved, error) {
+	held, missing := cs.lock(rels)
+	defer cs.unlock(held)
+	if len(missing) > 0 {
+		res, err := fn(missing)
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+		for i, rel := range missing {
+			c := &cs[relIndex(rel)]
+			c.done, c.err = true, err
+			if err == nil {
+				c.res = res[i]
+			}
+		}
+	}
+	out := make([]*Resolved, len(rels))
+	for i, rel := range rels {
+		c := &cs[relIndex(rel)]
+		if c.err != nil {
+			return nil, c.err
+		}
+		out[i] = c.res
+	}
+	return out, nil
+}
+
+// only returns r restricted to one relation's files.
+func (r *Resolved) only(rel string) *Resolved {
+	out := *r
+	out.Files = map[string][]string{}
+	if files, ok := r.Files[rel]; ok {
+		out.Files[rel] = files
+	}
+	return &out
+}
+
+// byRelation splits r into one result per relation of rels.
+func (r *Resolved) byRelation(rels []string) []*Resolved {
+	out := make([]*Resolved, len(rels))
+	for i, rel := range rels {
+		out[i] = r.only(rel)
+	}
+	return out
+}
+
 // Provides reports whether the source can hold rows of relation (docs/sql.md,
 // pruning step 1: events come only from canonical stores; Storyline relations from
 // everything).
@@ -114,9 +203,15 @@ func (s *Source) Provides(relation string) bool {
 
 // Format returns the detected format of a resolved file source ("" before).
 func (s *Source) Format() string {
-	s.storylines.mu.Lock()
-	defer s.storylines.mu.Unlock()
+	s.formatMu.Lock()
+	defer s.formatMu.Unlock()
 	return s.format
+}
+
+func (s *Source) setFormat(f string) {
+	s.formatMu.Lock()
+	defer s.formatMu.Unlock()
+	s.format = f
 }
 
 // Resolve makes the source's rows of relation available as Parquet files.
@@ -134,43 +229,79 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 			return &Resolved{Files: map[string][]string{model.RelEvents: rev.Paths()}, Dirs: []string{rev.Dir}}, nil
 		})
 	}
-	res, err := s.storylines.do(ctx, func() (*Resolved, error) {
-		s.snap.resolves.Add(1)
-		res, err := s.Revision.storylines(ctx, s)
-		if res != nil && s.Kind == KindFile {
-			s.format = res.Format // under the cell's lock, which Format takes
-		}
-		return res, err
-	})
+	res, err := s.ResolveRelations(ctx, relation)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", s.File, err)
+		return nil, err
 	}
-	return res, nil
+	return res[0], nil
 }
 
-// ResolveSolo is Resolve for a query that reads only a few sources of a
-// large shared batch (Snapshot.ResolveFiles): scanning the batch for them
-// would read every other source's rows too, so a file source already
-// resolved in a batch is normalized once more on its own (once per
-// Snapshot, like every resolution) and that small result is returned.
-// Anything else resolves as Resolve does.
-func (s *Source) ResolveSolo(ctx context.Context, relation string) (*Resolved, error) {
-	res, err := s.Resolve(ctx, relation)
-	if err != nil || res.Owners == nil || relation == model.RelEvents {
-		return res, err
+// ResolveRelations resolves several Storyline relations of the source at
+// once (in the order given): a file source is normalized once for those of
+// them not resolved yet. A store resolves all three together.
+func (s *Source) ResolveRelations(ctx context.Context, rels ...string) ([]*Resolved, error) {
+	if s.Err != nil {
+		return nil, fmt.Errorf("source %s: %w", s.File, s.Err)
 	}
-	rev, ok := s.Revision.(*FileRevision)
-	if !ok {
-		return res, nil
+	want := rels
+	if s.Kind != KindFile {
+		want = storyline.Tables
 	}
-	solo, err := s.solo.do(ctx, func() (*Resolved, error) {
+	all, err := s.relations.do(ctx, want, func(missing []string) ([]*Resolved, error) {
 		s.snap.resolves.Add(1)
-		return s.cached(ctx, normcache.Own, func() (*Resolved, error) { return s.normalizeFile(ctx, *rev) })
+		return s.cached(ctx, normcache.Smallest, missing, func(rels []string) (*Resolved, error) {
+			res, err := s.Revision.storylines(ctx, s, rels)
+			if res != nil && s.Kind == KindFile {
+				s.setFormat(res.Format)
+			}
+			return res, err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)
 	}
-	return solo, nil
+	if s.Kind != KindFile {
+		out := make([]*Resolved, len(rels))
+		for i, rel := range rels {
+			out[i] = all[relIndex(rel)]
+		}
+		return out, nil
+	}
+	return all, nil
+}
+
+// ResolveSolo is ResolveRelations for a reader of only a few sources of a
+// large shared batch (Snapshot.ResolveFiles): scanning the batch for them
+// would read every other source's rows too, so the relations of a file
+// source resolved in a batch are normalized once more on their own (once
+// per Snapshot, like every resolution) and those small results returned.
+// Anything else resolves as ResolveRelations does.
+func (s *Source) ResolveSolo(ctx context.Context, rels ...string) ([]*Resolved, error) {
+	res, err := s.ResolveRelations(ctx, rels...)
+	if err != nil {
+		return nil, err
+	}
+	rev, ok := s.Revision.(*FileRevision)
+	var shared []string
+	for i, r := range res {
+		if r.Owners != nil {
+			shared = append(shared, rels[i])
+		}
+	}
+	if !ok || len(shared) == 0 {
+		return res, nil
+	}
+	solo, err := s.solo.do(ctx, shared, func(missing []string) ([]*Resolved, error) {
+		s.snap.resolves.Add(1)
+		return s.cached(ctx, normcache.Own, missing, func(m []string) (*Resolved, error) { return s.normalizeFile(ctx, *rev, m) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", s.File, err)
+	}
+	for i, rel := range shared {
+		res[slices.Index(rels, rel)] = solo[i]
+	}
+	return res, nil
 }
 
 // ResolveSessions is Resolve for a query that provably reads only the given
@@ -229,15 +360,16 @@ func generationFiles(g *storyline.Generation) *Resolved {
 	return &Resolved{Files: files, Dirs: []string{g.Dir}, SchemaVersion: g.Manifest.SchemaVersion}
 }
 
-// scratch writes the Storylines that fill produces into a fresh directory
-// of the Snapshot's temp directory, as unsorted, non-durable Parquet: they
-// live only as long as the Snapshot.
-func (s *Source) scratch(fill func(add func(*model.Storyline) error) error) (*Resolved, error) {
+// scratch writes the rows of rels (all three relations when none) of the
+// Storylines that fill produces into a fresh directory of the Snapshot's
+// temp directory, as unsorted, non-durable Parquet: they live only as long
+// as the Snapshot.
+func (s *Source) scratch(rels []string, fill func(add func(*model.Storyline) error) error) (*Resolved, error) {
 	dir, err := os.MkdirTemp(s.snap.TempDir, "src-")
 	if err != nil {
 		return nil, err
 	}
-	w, err := storyline.NewScratch(dir)
+	w, err := storyline.NewScratch(dir, rels...)
 	if err != nil {
 		return nil, err
 	}
@@ -248,19 +380,24 @@ func (s *Source) scratch(fill func(add func(*model.Storyline) error) error) (*Re
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
+	return &Resolved{Files: scratchFiles(w), Dirs: []string{dir}}, nil
+}
+
+// scratchFiles maps each relation a Scratch wrote to its file.
+func scratchFiles(w *storyline.Scratch) map[string][]string {
 	files := map[string][]string{}
-	for _, rel := range storyline.Tables {
+	for _, rel := range w.Relations() {
 		files[rel] = []string{w.Path(rel)}
 	}
-	return &Resolved{Files: files, Dirs: []string{dir}}, nil
+	return files
 }
 
 // normalizeFile normalizes a local file source once into the Snapshot's
 // temp directory, re-checking its pinned fingerprint before and after the
 // read: a file changed in between fails the query rather than mixing
 // versions.
-func (s *Source) normalizeFile(ctx context.Context, rev FileRevision) (*Resolved, error) {
-	return s.normalizePath(ctx, s.Path, s.checkPin(rev))
+func (s *Source) normalizeFile(ctx context.Context, rev FileRevision, rels []string) (*Resolved, error) {
+	return s.normalizePath(ctx, s.Path, s.checkPin(rev), rels)
 }
 
 // checkPin compares the open source file with its pin (ingest.Options.Check).
@@ -270,10 +407,10 @@ func (s *Source) checkPin(rev FileRevision) func(os.FileInfo) error {
 
 // normalizePath normalizes the local file at path (the source itself, or a
 // verified download of a remote one, see remote.go) into the Snapshot's temp
-// directory.
-func (s *Source) normalizePath(ctx context.Context, path string, check func(os.FileInfo) error) (*Resolved, error) {
+// directory, writing the relations rels.
+func (s *Source) normalizePath(ctx context.Context, path string, check func(os.FileInfo) error, rels []string) (*Resolved, error) {
 	var format string
-	res, err := s.scratch(func(add func(*model.Storyline) error) error {
+	res, err := s.scratch(rels, func(add func(*model.Storyline) error) error {
 		var err error
 		format, err = s.normalizeInto(ctx, path, check, add)
 		return err
@@ -345,7 +482,7 @@ func (s *Source) eventFallback(ctx context.Context, rev *events.Revision, sessio
 		return nil, fmt.Errorf("no fresh Storyline projection, and normalizing %d events (%d bytes) exceeds max_event_fallback_rows=%d / max_event_fallback_bytes=%d; run `pchronicle project %s`",
 			rows, bytes, o.MaxEventFallbackRows, o.MaxEventFallbackBytes, s.Path)
 	}
-	res, err := s.scratch(func(add func(*model.Storyline) error) error {
+	res, err := s.scratch(nil, func(add func(*model.Storyline) error) error {
 		return rev.ScanSessions(ctx, sessions, func(_ string, evs []model.Event) error {
 			s.snap.fallbackSessions.Add(1)
 			for _, sl := range canonical.Storylines(evs, s.File) {

@@ -39,15 +39,20 @@ func (s *Snapshot) carryOver(prev *Snapshot) error {
 			if !ok || !samePin(old, src) {
 				continue
 			}
-			res, format, ok := old.storylinesResult()
-			if !ok {
+			results, format := old.relationResults()
+			if results == nil {
 				continue
 			}
-			carried, err := s.relink(res, prev.TempDir, linked)
-			if err != nil {
-				return fmt.Errorf("carrying %s over from the previous Snapshot: %w", src.File, err)
+			for i, res := range results {
+				if res == nil {
+					continue
+				}
+				carried, err := s.relink(res, prev.TempDir, linked)
+				if err != nil {
+					return fmt.Errorf("carrying %s over from the previous Snapshot: %w", src.File, err)
+				}
+				src.relations[i].done, src.relations[i].res = true, carried
 			}
-			src.storylines.done, src.storylines.res = true, carried
 			src.format = format
 			s.reused++
 		}
@@ -89,15 +94,23 @@ func samePin(a, b *Source) bool {
 	return true
 }
 
-// storylinesResult returns a finished, successful Storyline resolution.
-func (s *Source) storylinesResult() (*Resolved, string, bool) {
-	c := &s.storylines
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done || c.err != nil || c.res == nil {
-		return nil, "", false
+// relationResults returns the finished, successful resolutions of the
+// Storyline relations (nil for the others; nil when there is none) and the
+// detected format.
+func (s *Source) relationResults() ([]*Resolved, string) {
+	var out []*Resolved
+	for i := range s.relations {
+		c := &s.relations[i]
+		c.mu.Lock()
+		if c.done && c.err == nil && c.res != nil {
+			if out == nil {
+				out = make([]*Resolved, len(s.relations))
+			}
+			out[i] = c.res
+		}
+		c.mu.Unlock()
 	}
-	return c.res, s.format, true
+	return out, s.Format()
 }
 
 // relink returns res with every file under oldTemp replaced by a link under

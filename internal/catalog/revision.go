@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
@@ -18,8 +17,9 @@ type Revision interface {
 	RevisionKind() string
 	Ref() string
 	// storylines makes s's runs, steps and tool_calls available as local
-	// Parquet files, reading only the pinned version.
-	storylines(ctx context.Context, s *Source) (*Resolved, error)
+	// Parquet files, reading only the pinned version: at least the
+	// relations rels (a file source writes only those).
+	storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error)
 }
 
 // eventsRevision is a revision of a canonical events source.
@@ -59,7 +59,7 @@ func (r StorylineRevision) Ref() string {
 	return strings.Join(parts, ";")
 }
 
-func (r StorylineRevision) storylines(context.Context, *Source) (*Resolved, error) {
+func (r StorylineRevision) storylines(context.Context, *Source, []string) (*Resolved, error) {
 	return generationFiles(r.Generation), nil
 }
 
@@ -79,7 +79,7 @@ func (r EventsRevision) Ref() string {
 
 // storylines reads the selected fresh projection, else normalizes the
 // pinned events.
-func (r EventsRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
+func (r EventsRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
 	if p := s.selected(); p != nil {
 		return generationFiles(p.Generation), nil
 	}
@@ -92,11 +92,11 @@ func (r EventsRevision) events(context.Context, *Source, map[string]bool) (*even
 
 func (r EventsRevision) storeDir() string { return r.Revision.Dir }
 
-func (r FileRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
-	return s.cached(ctx, normcache.Smallest, func() (*Resolved, error) { return s.normalizeFile(ctx, r) })
+func (r FileRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
+	return s.normalizeFile(ctx, r, rels)
 }
 
-func (r *CompactRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
+func (r *CompactRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
 	evs, err := s.compactEvents(ctx, r)
 	if err != nil {
 		return nil, err
@@ -110,15 +110,15 @@ func (r *CompactRevision) events(ctx context.Context, s *Source, _ map[string]bo
 
 // Remote sources download only the pinned objects they need (remote.go).
 
-func (r RemoteFileRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
-	return s.cached(ctx, normcache.Smallest, func() (*Resolved, error) { return s.normalizeRemoteFile(ctx, r) })
+func (r RemoteFileRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
+	return s.normalizeRemoteFile(ctx, r, rels)
 }
 
-func (r RemoteStorylineRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
+func (r RemoteStorylineRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
 	return r.materialize(ctx, s.snap)
 }
 
-func (r RemoteEventsRevision) storylines(ctx context.Context, s *Source) (*Resolved, error) {
+func (r RemoteEventsRevision) storylines(ctx context.Context, s *Source, rels []string) (*Resolved, error) {
 	local, err := r.localRevision(ctx, s.snap, nil)
 	if err != nil {
 		return nil, err

@@ -222,31 +222,42 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		rp  *relPlan
 		i   int
 	}
-	// Unresolved peripheral files are normalized together into shared
-	// scratch files first, one batch per Dataset (_file_ is unique only
-	// within a Dataset); the per-source calls below then hit the cache.
-	files := map[string][]*catalog.Source{}
+	// Unresolved peripheral files are normalized first, each once for all
+	// the relations the query reads from it (and only those are written),
+	// together into shared scratch files, one batch per Dataset (_file_ is
+	// unique only within a Dataset); the per-source calls below then hit
+	// the cache. Errors are cached per source and reported by those calls.
+	files := map[string][]catalog.FileRequest{}
 	n := 0
 	for _, rp := range p.rels {
 		n += len(rp.sources)
 	}
-	seen := make(map[*catalog.Source]bool, n)
+	at := make(map[*catalog.Source]int, n) // position in files[dataset]
 	for _, k := range p.keys() {
 		if k.relation == model.RelEvents {
 			continue
 		}
 		for _, src := range p.rels[k].sources {
-			if src.Kind == catalog.KindFile && !seen[src] {
-				seen[src] = true
-				files[k.dataset] = append(files[k.dataset], src)
+			if src.Kind != catalog.KindFile {
+				continue
 			}
+			i, ok := at[src]
+			if !ok {
+				i = len(files[k.dataset])
+				at[src] = i
+				files[k.dataset] = append(files[k.dataset], catalog.FileRequest{Source: src})
+			}
+			files[k.dataset][i].Relations = append(files[k.dataset][i].Relations, k.relation)
 		}
 	}
-	for _, srcs := range files {
-		if len(srcs) < 2 {
-			continue
+	for _, reqs := range files {
+		var err error
+		if len(reqs) == 1 {
+			_, err = reqs[0].Source.ResolveRelations(ctx, reqs[0].Relations...)
+		} else {
+			err = e.snap.ResolveFiles(ctx, reqs)
 		}
-		if err := e.snap.ResolveFiles(ctx, srcs); err != nil && ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
 			return err
 		}
 	}
@@ -306,7 +317,7 @@ func (e *Engine) soloFew(ctx context.Context, p *plan) error {
 				if err != nil {
 					return err
 				}
-				rp.resolved[i] = res
+				rp.resolved[i] = res[0]
 			}
 		}
 	}

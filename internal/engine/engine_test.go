@@ -109,14 +109,22 @@ func TestFilePredicateResolvesOnlyHits(t *testing.T) {
 	if r.Considered != 10 || r.Skipped != 8 || strings.Join(r.Resolved, ",") != "a/f000.jsonl,b/f003.jsonl" {
 		t.Fatalf("pruning report %+v", r)
 	}
-	// Resolution is cached for the Snapshot: the same sources are not resolved again.
-	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ = 'a/f000.jsonl'")
+	// Resolution is cached for the Snapshot: the same relation of the same
+	// sources is not resolved again.
+	mustQuery(t, e, "SELECT count(*) FROM steps WHERE _file_ = 'a/f000.jsonl'")
 	if n := snap.Resolves(); n != 2 {
 		t.Fatalf("re-resolved: %d", n)
 	}
+	// Another relation of a resolved source is resolved once more, for
+	// that relation only (the steps query did not write runs).
+	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ = 'a/f000.jsonl'")
+	if n := snap.Resolves(); n != 3 {
+		t.Fatalf("runs of a/f000.jsonl: %d resolutions in total, want 3", n)
+	}
+	// The runs of all five b/ sources, b/f003.jsonl's included.
 	mustQuery(t, e, "SELECT count(*) FROM runs WHERE _file_ LIKE 'b/%'")
-	if n := snap.Resolves(); n != 2+4 {
-		t.Fatalf("LIKE 'b/%%' resolved %d in total, want 6", n)
+	if n := snap.Resolves(); n != 3+5 {
+		t.Fatalf("LIKE 'b/%%' resolved %d in total, want 8", n)
 	}
 }
 

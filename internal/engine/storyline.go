@@ -117,16 +117,25 @@ func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalo
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	// The source's own files: reading one source out of a large shared
-	// batch would scan every other source's rows too.
-	res, err := src.ResolveSolo(ctx, model.RelRuns)
+	// The source's own files, all three relations in one resolution:
+	// reading one source out of a large shared batch would scan every
+	// other source's rows too.
+	rels, err := src.ResolveSolo(ctx, model.RelRuns, model.RelSteps, model.RelToolCalls)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	if res.Owners != nil {
-		return src, res, "_file_ = ?", []any{src.File}, nil
+	res := *rels[0]
+	res.Files = map[string][]string{}
+	for i, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls} {
+		res.Files[rel] = rels[i].Files[rel]
+		if rels[i].Owners != nil {
+			res.Owners = rels[i].Owners
+		}
 	}
-	return src, res, "true", nil, nil
+	if res.Owners != nil {
+		return src, &res, "_file_ = ?", []any{src.File}, nil
+	}
+	return src, &res, "true", nil, nil
 }
 
 // LoadStoryline reads exactly one Storyline — its runs, steps and tool_calls

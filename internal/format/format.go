@@ -62,6 +62,29 @@ type Adapter interface {
 	Normalize(ctx context.Context, r io.Reader, src Source, layout string, emit Emit) error
 }
 
+// LineRecords is an optional Adapter capability: a layout whose lines are
+// independent records (chat JSONL holds one conversation per line) can be
+// normalized in chunks of whole lines on every CPU (ingest splits large
+// files). It returns the layout's record normalizer for one file, or nil
+// when the layout's records span lines.
+type LineRecords interface {
+	LineRecords(layout string) RecordNormalizer
+}
+
+// RecordNormalizer normalizes the lines of one file one at a time, in any
+// order and concurrently, then finishes their Storylines in file order. The
+// result must equal the adapter's Normalize of the whole file.
+type RecordNormalizer interface {
+	// Record normalizes the line numbered lineNo (1-based; trimmed, never
+	// blank) alone. A nil Storyline means the line yields none. id is
+	// what Finish needs to know about the record (its own id).
+	Record(src Source, lineNo int64, line []byte) (sl *model.Storyline, id string, err error)
+	// Finish completes a Storyline with what depends on the records before
+	// it (ids made unique within the file). It is called in file order,
+	// never concurrently.
+	Finish(sl *model.Storyline, id string)
+}
+
 // ErrUnrecognized is matched (errors.Is) by every UnrecognizedError.
 var ErrUnrecognized = errors.New("unrecognized format")
 

@@ -53,7 +53,7 @@ func FuzzValues(f *testing.F) {
 
 // FuzzSplit checks the structural splitter against the codec: on valid
 // JSON, SplitObject and SplitArray see exactly the members and elements
-// that a full decode sees, and FastString decodes strings identically.
+// that a full decode sees, and String decodes strings identically.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
 		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`} {
@@ -88,8 +88,8 @@ func FuzzSplit(f *testing.F) {
 			}
 		}
 		var s string
-		if json.Unmarshal(data, &s) == nil && FastString(bytes.TrimSpace(data)) != s {
-			t.Fatalf("FastString(%s) = %q, codec %q", data, FastString(data), s)
+		if json.Unmarshal(data, &s) == nil && String(bytes.TrimSpace(data)) != s {
+			t.Fatalf("String(%s) = %q, codec %q", data, String(data), s)
 		}
 	})
 }

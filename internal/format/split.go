@@ -2,7 +2,7 @@ package format
 
 import (
 	"bytes"
-	"unicode/utf8"
+	"sync/atomic"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -13,6 +13,49 @@ import (
 // then split structurally by these functions: the members and elements they
 // return alias the record's bytes, so they must not outlive it. They assume
 // valid JSON input.
+
+// Object is SplitObject for a value that may not be valid JSON: the
+// members of raw when it is a valid JSON object, else nil — what decoding
+// into a map gives (nil for null, an error for anything else), without a
+// copy of every member. The members alias raw.
+func Object(raw []byte) map[string]jsonx.RawMessage {
+	if !jsonx.Valid(raw) {
+		return nil
+	}
+	return SplitObject(raw)
+}
+
+// Array is SplitArray for a value that may not be valid JSON, as decoding
+// into a slice would: ok for a valid array, and for null (no elements).
+func Array(raw []byte) ([][]byte, bool) {
+	if !jsonx.Valid(raw) {
+		return nil, false
+	}
+	if IsNull(raw) {
+		return nil, true
+	}
+	return SplitArray(raw)
+}
+
+// ObjectArray is Array of objects, as decoding into a slice of maps would:
+// ok unless raw is not a valid array or an element is neither an object
+// nor null (which gives a nil map).
+func ObjectArray(raw []byte) ([]map[string]jsonx.RawMessage, bool) {
+	elems, ok := Array(raw)
+	if !ok {
+		return nil, false
+	}
+	var out []map[string]jsonx.RawMessage
+	if elems != nil {
+		out = make([]map[string]jsonx.RawMessage, len(elems))
+	}
+	for i, e := range elems {
+		if out[i] = SplitObject(e); out[i] == nil && !IsNull(e) {
+			return nil, false
+		}
+	}
+	return out, true
+}
 
 // SplitObject returns the members of the valid JSON value raw, or nil when
 // it is not an object. A repeated key keeps its last value, as decoders do.
@@ -35,7 +78,7 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		end := skipValue(raw, i)
-		key := FastString(raw[i:end])
+		key := memberKey(raw[i:end])
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // ':'
 		end = skipValue(raw, i)
@@ -46,6 +89,32 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 		}
 	}
 	return true
+}
+
+// keys caches member names: a record's keys repeat on every line, and a
+// new string per key per record was a large share of the allocations. It
+// is direct-mapped by a hash of the name; a collision just replaces the
+// entry, and concurrent use is safe (each slot is one atomic pointer).
+var keys [4096]atomic.Pointer[string]
+
+// memberKey decodes a member name (a JSON string), reusing the cached
+// string for a name without escapes.
+func memberKey(raw []byte) string {
+	n := len(raw)
+	if n < 2 || n > 66 || bytes.IndexByte(raw, '\\') >= 0 {
+		return String(raw)
+	}
+	h := uint32(2166136261)
+	for _, c := range raw[1 : n-1] {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := &keys[h%uint32(len(keys))]
+	if p := slot.Load(); p != nil && *p == string(raw[1:n-1]) {
+		return *p
+	}
+	s := String(raw)
+	slot.Store(&s)
+	return s
 }
 
 // JoinArray is SplitArray's inverse: the JSON array of the given elements.
@@ -118,34 +187,4 @@ func skipValue(b []byte, i int) int {
 }
 
 // skipString returns the index just after the string starting at b[i].
-func skipString(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return len(b)
-		}
-		j += k
-		bs := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// FastString decodes a JSON string without the codec when it has no escapes
-// (the common case for roles, ids and most content); other values go
-// through String.
-func FastString(raw []byte) string {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		body := raw[1 : n-1]
-		if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-			return string(body)
-		}
-	}
-	return String(raw)
-}
+func skipString(b []byte, i int) int { return jsonx.StringEnd(b, i) }

@@ -26,13 +26,12 @@ func ParseUsage(raw jsonx.RawMessage) Usage {
 	if IsNull(raw) {
 		return u
 	}
-	var m map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(raw, &m) != nil {
+	m := Object(raw)
+	if m == nil {
 		return u
 	}
-	var promptDetails, completionDetails map[string]jsonx.RawMessage
-	_ = jsonx.Unmarshal(firstPresent(m, "prompt_tokens_details", "input_tokens_details"), &promptDetails)
-	_ = jsonx.Unmarshal(firstPresent(m, "completion_tokens_details", "output_tokens_details"), &completionDetails)
+	promptDetails := SplitObject(firstPresent(m, "prompt_tokens_details", "input_tokens_details"))
+	completionDetails := SplitObject(firstPresent(m, "completion_tokens_details", "output_tokens_details"))
 	u.Prompt = IntOf(m["prompt_tokens"], m["input_tokens"])
 	u.Completion = IntOf(m["completion_tokens"], m["output_tokens"])
 	u.Cached = IntOf(promptDetails["cached_tokens"], m["cached_input_tokens"], m["prompt_cache_hit_tokens"])

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -27,13 +28,19 @@ func IsNull(raw json.RawMessage) bool {
 }
 
 // String decodes raw as a JSON string; other scalars are returned as their
-// JSON text, and null/absent as "".
+// JSON text, and null/absent as "". A string without escapes (the common
+// case for roles, ids and most content) is copied without the codec.
 func String(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if IsNull(raw) {
 		return ""
 	}
 	if raw[0] == '"' {
+		if n := len(raw); n >= 2 && raw[n-1] == '"' {
+			if body := raw[1 : n-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+				return string(body)
+			}
+		}
 		var s string
 		if jsonx.Unmarshal(raw, &s) == nil {
 			return s
@@ -266,32 +273,33 @@ func stripValue(v any, key string) any {
 // JSON object with sorted keys, or nil when nothing is left.
 func Extra(obj map[string]json.RawMessage, known ...string) *string {
 	var keys []string
+	size := 2
 outer:
-	for k := range obj {
+	for k, v := range obj {
 		for _, kn := range known {
 			if k == kn {
 				continue outer
 			}
 		}
 		keys = append(keys, k)
+		size += len(k) + len(v) + 4
 	}
 	if len(keys) == 0 {
 		return nil
 	}
 	sort.Strings(keys)
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := make([]byte, 0, size)
+	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		kb, _ := jsonx.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(compact(obj[k]))
+		b = jsonx.AppendQuoted(b, k)
+		b = append(b, ':')
+		b = append(b, compact(obj[k])...)
 	}
-	b.WriteByte('}')
-	s := b.String()
+	b = append(b, '}')
+	s := string(b)
 	return &s
 }
 
@@ -310,21 +318,49 @@ func Without(obj map[string]json.RawMessage, keys ...string) map[string]json.Raw
 
 // MergeExtra adds key=value (JSON) into an extra object (nil = empty).
 func MergeExtra(extra *string, key string, value json.RawMessage) *string {
-	obj := map[string]json.RawMessage{}
-	if extra != nil {
-		_ = jsonx.Unmarshal([]byte(*extra), &obj)
+	return MergeExtras(extra, map[string]json.RawMessage{key: value})
+}
+
+// MergeExtras adds every member of add into an extra object (nil = empty),
+// as MergeExtra of each would, in one pass; with nothing to add it returns
+// extra unchanged.
+func MergeExtras(extra *string, add map[string]json.RawMessage) *string {
+	if len(add) == 0 {
+		return extra
 	}
-	obj[key] = value
+	var obj map[string]json.RawMessage
+	if extra != nil && jsonx.Valid([]byte(*extra)) {
+		obj = SplitObject([]byte(*extra))
+	}
+	if obj == nil {
+		obj = make(map[string]json.RawMessage, len(add))
+	}
+	for k, v := range add {
+		obj[k] = v
+	}
 	return Extra(obj)
 }
 
-func compact(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		s, _ := jsonx.Marshal(string(raw))
-		return s
+// EmptyJSON reports whether the valid JSON value raw is null, [] or {}
+// (with any space inside), which producers emit for absent fields.
+func EmptyJSON(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return true
 	}
-	return b.Bytes()
+	n := len(raw)
+	return n >= 2 && (raw[0] == '[' && raw[n-1] == ']' || raw[0] == '{' && raw[n-1] == '}') &&
+		len(bytes.TrimSpace(raw[1:n-1])) == 0
+}
+
+// compact is raw without insignificant space, or raw as a JSON string when
+// it is not valid JSON.
+func compact(raw json.RawMessage) []byte {
+	if c, ok := jsonx.Compact(raw); ok {
+		return c
+	}
+	s, _ := jsonx.Marshal(string(raw))
+	return s
 }
 
 // CompactJSON returns raw without insignificant space (so that text columns
@@ -335,11 +371,10 @@ func CompactJSON(raw []byte) []byte {
 	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
 		return raw // a scalar has no inner space to drop
 	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
+	if c, ok := jsonx.Compact(raw); ok {
+		return c
 	}
-	return b.Bytes()
+	return raw
 }
 
 // ArgumentsText normalizes tool-call arguments: objects/arrays become compact

@@ -201,7 +201,7 @@ func NormalizeFile(ctx context.Context, path, file string, opts Options, emit fo
 func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	limit := opts.detectionBytes()
 	if size >= limit {
-		return Normalize(ctx, f, src, opts, emit)
+		return normalize(ctx, f, size, src, opts, emit)
 	}
 	data := make([]byte, size+1)
 	n, err := io.ReadFull(f, data)
@@ -210,18 +210,23 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 		}
-		return Normalize(ctx, f, src, opts, emit)
+		return normalize(ctx, f, -1, src, opts, emit)
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	p := format.NewProbe(src.Path, data[:n], false)
-	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), src, opts, emit)
+	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), int64(len(p.Prefix)), src, opts, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
 // The adapter reads from the start of the file, after its UTF-8 byte order
 // mark if it has one.
 func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Options, emit format.Emit) (Detection, error) {
+	return normalize(ctx, r, -1, src, opts, emit)
+}
+
+// normalize is Normalize of a reader of size bytes (-1: not known).
+func normalize(ctx context.Context, r io.ReadSeeker, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	p, err := format.ReadProbe(r, src.Path, opts.detectionBytes())
 	if err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
@@ -233,17 +238,21 @@ func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Opt
 	if _, err := r.Seek(start, io.SeekStart); err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, p, r, src, opts, emit)
+	return normalizeProbed(ctx, p, r, size, src, opts, emit)
 }
 
 // normalizeProbed detects the format from p, the prefix of r, and
-// normalizes r (read from its start).
-func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, src format.Source, opts Options, emit format.Emit) (Detection, error) {
+// normalizes r (read from its start; size bytes, -1 when not known).
+func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	det, err := Detect(p)
 	if err != nil {
 		return det, err
 	}
-	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit)))
+	emit = uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit))
+	if rec := splittable(det, p, size); rec != nil {
+		return det, normalizeLines(ctx, r, src, rec, emit)
+	}
+	return det, det.Adapter.Normalize(ctx, r, src, det.Layout, emit)
 }
 
 // withOutcome applies the outcome recorded beside the file (Options.Outcome)
@@ -301,18 +310,8 @@ func uniqueSessions(src format.Source, emit format.Emit) format.Emit {
 			}
 			sl.Warnings = append(sl.Warnings, model.Warning{File: src.Path,
 				Message: fmt.Sprintf("session_id %q repeats in this file; renamed to %q", id, newID)})
-			setSessionID(sl, newID)
+			sl.SetSessionID(newID)
 		}
 		return emit(sl)
-	}
-}
-
-func setSessionID(sl *model.Storyline, id string) {
-	sl.Run.SessionID = id
-	for i := range sl.Steps {
-		sl.Steps[i].SessionID = id
-	}
-	for i := range sl.ToolCalls {
-		sl.ToolCalls[i].SessionID = id
 	}
 }

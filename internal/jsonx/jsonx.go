@@ -28,6 +28,92 @@ func Unmarshal(data []byte, v any) error { return gojson.Unmarshal(data, v) }
 // Valid reports whether data is valid JSON.
 func Valid(data []byte) bool { return gojson.Valid(data) }
 
+// Compact returns src without insignificant space, as encoding/json's
+// Compact writes it, and false when src is not valid JSON. It validates
+// with the fast codec, then copies the bytes outside strings that are not
+// space; a value that has no such space (the usual case for JSON Lines) is
+// returned as it is, without a copy. encoding/json's byte-at-a-time state
+// machine cost a fifth of some adapters' time in profiles.
+func Compact(src []byte) ([]byte, bool) {
+	if !Valid(src) {
+		return nil, false
+	}
+	i := nextSpace(src, 0)
+	if i < 0 {
+		return src, true
+	}
+	dst := make([]byte, 0, len(src))
+	for start := 0; ; {
+		dst = append(dst, src[start:i]...)
+		for i < len(src) && isSpace(src[i]) {
+			i++
+		}
+		start = i
+		if i = nextSpace(src, i); i < 0 {
+			return append(dst, src[start:]...), true
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// nextSpace returns the index of the first space at or after i that is not
+// inside a string of the valid JSON text b, or -1.
+func nextSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			i = StringEnd(b, i)
+		case isSpace(c):
+			return i
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// StringEnd returns the index just after the JSON string that starts at
+// b[i] (a quote), or len(b) when it does not end.
+func StringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		j += k
+		bs := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// AppendQuoted appends s as a JSON string, as Marshal encodes it (no HTML
+// escaping); the common case of printable ASCII without quotes or
+// backslashes (object keys, ids) is copied as it is.
+func AppendQuoted(dst []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := Marshal(s) // a string always encodes
+	return append(dst, b...)
+}
+
 // Marshal encodes v without HTML escaping.
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer

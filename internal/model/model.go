@@ -228,6 +228,17 @@ type Storyline struct {
 	Warnings  []Warning
 }
 
+// SetSessionID gives the Storyline, and every row of it, another session id.
+func (s *Storyline) SetSessionID(id string) {
+	s.Run.SessionID = id
+	for i := range s.Steps {
+		s.Steps[i].SessionID = id
+	}
+	for i := range s.ToolCalls {
+		s.ToolCalls[i].SessionID = id
+	}
+}
+
 // Finalize fills the columns every adapter derives the same way: _file_ and
 // identity on child rows, counts, and token totals computed from steps.
 // Copied-context steps (and their tool calls) repeat earlier work, so they

@@ -556,19 +556,20 @@ func scopeExtra(e *event) *string {
 // status, the error object, the payload schema and unmapped envelope keys.
 func endExtra(e *event, extra *string) *string {
 	extra = mergeObject(extra, scopeExtra(e))
+	add := map[string]json.RawMessage{}
 	if e.status != "" && e.status != "ok" {
-		extra = format.MergeExtra(extra, "status", mustJSON(e.status))
+		add["status"] = mustJSON(e.status)
 	}
 	if !format.IsNull(e.errRaw) {
-		extra = format.MergeExtra(extra, "error", e.errRaw)
+		add["error"] = e.errRaw
 	}
 	if e.dataSchema != "" {
-		extra = format.MergeExtra(extra, "data_schema", mustJSON(e.dataSchema))
+		add["data_schema"] = mustJSON(e.dataSchema)
 	}
 	if left := leftover(e); left != nil {
-		extra = format.MergeExtra(extra, "event", json.RawMessage(*left))
+		add["event"] = json.RawMessage(*left)
 	}
-	return extra
+	return format.MergeExtras(extra, add)
 }
 
 // leftover is the event's unmapped envelope keys, without the empty values
@@ -576,8 +577,7 @@ func endExtra(e *event, extra *string) *string {
 func leftover(e *event) *string {
 	obj := make(map[string]json.RawMessage, len(e.obj))
 	for k, v := range e.obj {
-		switch string(format.CompactJSON(v)) {
-		case "null", "[]", "{}":
+		if format.EmptyJSON(v) {
 			continue
 		}
 		if k == "data" && e.fromData {
@@ -592,14 +592,7 @@ func mergeObject(extra, add *string) *string {
 	if add == nil {
 		return extra
 	}
-	var obj map[string]json.RawMessage
-	if jsonx.Unmarshal([]byte(*add), &obj) != nil {
-		return extra
-	}
-	for k, v := range obj {
-		extra = format.MergeExtra(extra, k, v)
-	}
-	return extra
+	return format.MergeExtras(extra, format.Object([]byte(*add)))
 }
 
 func mustJSON(s string) json.RawMessage {

@@ -66,10 +66,19 @@ var consumedKeys = []string{
 	"input", "output", "status", "error",
 }
 
+// decodeLine decodes one line. Events are kept until their session ends,
+// so a valid object is copied once and split (its members alias the copy)
+// rather than decoded value by value; anything else goes through the
+// codec, for its values or its error.
 func decodeLine(line int64, text []byte) (*event, error) {
 	var obj map[string]json.RawMessage
-	if err := jsonx.Unmarshal(text, &obj); err != nil {
-		return nil, err
+	if jsonx.Valid(text) {
+		obj = format.SplitObject(bytes.Clone(text))
+	}
+	if obj == nil {
+		if err := jsonx.Unmarshal(text, &obj); err != nil {
+			return nil, err
+		}
 	}
 	if obj == nil {
 		obj = map[string]json.RawMessage{}
@@ -196,11 +205,7 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
-	var obj map[string]json.RawMessage
-	if jsonx.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	return obj
+	return format.SplitObject(raw) // a member of a validated line
 }
 
 func str(obj map[string]json.RawMessage, key string) string {

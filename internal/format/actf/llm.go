@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
 // message is one chat message decoded from an LLM payload, whatever the
@@ -70,8 +69,8 @@ func geminiSystem(raw json.RawMessage) *message {
 }
 
 func messageList(raw json.RawMessage) ([]message, bool) {
-	var items []json.RawMessage
-	if jsonx.Unmarshal(raw, &items) != nil {
+	items, ok := format.Array(raw)
+	if !ok {
 		return nil, false
 	}
 	msgs := make([]message, 0, len(items))
@@ -108,7 +107,11 @@ func decodeMessage(obj map[string]json.RawMessage, raw json.RawMessage) message 
 func contentMessage(role string, content json.RawMessage) message {
 	m := message{role: role, kind: format.KindText}
 	var blocks []map[string]json.RawMessage
-	if bytes.HasPrefix(bytes.TrimSpace(content), []byte("[")) && jsonx.Unmarshal(content, &blocks) == nil {
+	isBlocks := bytes.HasPrefix(bytes.TrimSpace(content), []byte("["))
+	if isBlocks {
+		blocks, isBlocks = format.ObjectArray(content)
+	}
+	if isBlocks {
 		if texts, ok := splitBlocks(&m, blocks); ok {
 			if len(texts) > 0 {
 				s := strings.Join(texts, "\n")
@@ -162,8 +165,8 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 // openAICalls decodes tool_calls in the OpenAI shape ({id, function:{name,
 // arguments}}) or the flattened NAT draft shape ({id, name, arguments}).
 func openAICalls(raw json.RawMessage) []call {
-	var items []map[string]json.RawMessage
-	if format.IsNull(raw) || jsonx.Unmarshal(raw, &items) != nil {
+	items, ok := format.ObjectArray(raw)
+	if format.IsNull(raw) || !ok {
 		return nil
 	}
 	calls := make([]call, 0, len(items))
@@ -200,14 +203,14 @@ func agentOutput(raw json.RawMessage) (m message, usage map[string]json.RawMessa
 	}
 	switch {
 	case obj["choices"] != nil: // a whole chat completion
-		var choices []map[string]json.RawMessage
-		if jsonx.Unmarshal(obj["choices"], &choices) != nil || len(choices) == 0 || subObject(choices[0]["message"]) == nil {
+		choices, ok := format.ObjectArray(obj["choices"])
+		if !ok || len(choices) == 0 || subObject(choices[0]["message"]) == nil {
 			return message{}, usage, false
 		}
 		return decodeMessage(subObject(choices[0]["message"]), choices[0]["message"]), usage, true
 	case obj["candidates"] != nil: // Gemini
-		var cands []map[string]json.RawMessage
-		if jsonx.Unmarshal(obj["candidates"], &cands) != nil || len(cands) == 0 || subObject(cands[0]["content"]) == nil {
+		cands, ok := format.ObjectArray(obj["candidates"])
+		if !ok || len(cands) == 0 || subObject(cands[0]["content"]) == nil {
 			return message{}, usage, false
 		}
 		return decodeMessage(subObject(cands[0]["content"]), cands[0]["content"]), usage, true

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -99,11 +100,11 @@ func DecodeEvent(line []byte) (model.Event, error) {
 	}
 	var e model.Event
 	for _, name := range []string{fV, fEventID, fRunID, fSessionID, fSeq, fTS, fKind, fPayload} {
-		if _, ok := fields[name]; !ok {
+		if fields.get(name) == nil {
 			return model.Event{}, fieldErr(name, "required field is missing")
 		}
 	}
-	v, err := wireInt(fields[fV], fV)
+	v, err := wireInt(fields.get(fV), fV)
 	if err != nil {
 		return model.Event{}, err
 	}
@@ -111,56 +112,65 @@ func DecodeEvent(line []byte) (model.Event, error) {
 		return model.Event{}, fieldErr(fV, "unsupported wire version %d (this build reads %d)", v, WireVersion)
 	}
 	for _, f := range requiredStrings(&e) {
-		if *f.dst, err = wireString(fields[f.name], f.name); err != nil {
+		if *f.dst, err = wireString(fields.get(f.name), f.name); err != nil {
 			return model.Event{}, err
 		}
 	}
 	for _, f := range optionalStrings(&e) {
-		if *f.dst, err = wireOptString(fields[f.name], f.name); err != nil {
+		if *f.dst, err = wireOptString(fields.get(f.name), f.name); err != nil {
 			return model.Event{}, err
 		}
 	}
-	if e.Seq, err = wireInt(fields[fSeq], fSeq); err != nil {
+	if e.Seq, err = wireInt(fields.get(fSeq), fSeq); err != nil {
 		return model.Event{}, err
 	}
-	if e.TS, err = wireTime(fields[fTS], fTS); err != nil {
+	if e.TS, err = wireTime(fields.get(fTS), fTS); err != nil {
 		return model.Event{}, err
 	}
-	if e.Payload, err = wirePayload(fields[fPayload]); err != nil {
+	if e.Payload, err = wirePayload(fields.get(fPayload)); err != nil {
 		return model.Event{}, err
 	}
-	if err := Check(&e); err != nil {
+	// The payload is a member of the validated line: split it in place
+	// rather than validating its text again.
+	if err := check(&e, format.SplitObject(fields.get(fPayload))); err != nil {
 		return model.Event{}, err
 	}
 	return e, nil
 }
 
+// wireFields are a line's members by wire field (wireIndex); nil when
+// absent. A fixed array, not a map: no allocation per line.
+type wireFields [len(wireNames)][]byte
+
+func (f *wireFields) get(name string) json.RawMessage { return f[wireIndex(name)] }
+
 // splitObject reads line as exactly one JSON object and returns its members,
 // rejecting unknown and duplicate fields. Valid lines take the fast path
 // (one validation, then a zero-copy split); only invalid ones go through
 // encoding/json, to word the error.
-func splitObject(line []byte) (map[string]json.RawMessage, error) {
+func splitObject(line []byte) (*wireFields, error) {
 	if !jsonx.Valid(line) {
 		return nil, invalidJSON(line)
 	}
-	fields := make(map[string]json.RawMessage, 13)
+	var fields wireFields
 	var ferr error
 	isObject := format.EachMember(line, func(name string, val []byte) {
+		i := wireIndex(name)
 		switch {
 		case ferr != nil:
-		case !wireField(name):
+		case i < 0:
 			ferr = fieldErr(name, "unknown field")
 		default:
-			if _, dup := fields[name]; dup {
+			if fields[i] != nil {
 				ferr = fieldErr(name, "duplicate field")
 			}
-			fields[name] = val
+			fields[i] = val
 		}
 	})
 	if !isObject {
 		return nil, errors.New("not a JSON object")
 	}
-	return fields, ferr
+	return &fields, ferr
 }
 
 // invalidJSON explains why line is not one valid JSON value.
@@ -196,21 +206,39 @@ func optionalStrings(e *model.Event) []optField {
 	}
 }
 
-func wireField(name string) bool {
-	switch name {
-	case fV, fEventID, fTraceID, fRunID, fSessionID, fAgentID, fSeq, fTS, fKind,
-		fParentEventID, fStepID, fToolCallID, fPayload:
-		return true
+// wireNames are the wire fields, in schema order.
+var wireNames = [...]string{fV, fEventID, fTraceID, fRunID, fSessionID, fAgentID, fSeq, fTS, fKind,
+	fParentEventID, fStepID, fToolCallID, fPayload}
+
+// wireIndex is the position of a wire field in wireNames, or -1.
+func wireIndex(name string) int {
+	for i, n := range wireNames {
+		if n == name {
+			return i
+		}
 	}
-	return false
+	return -1
 }
 
 func wireString(raw json.RawMessage, field string) (string, error) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || jsonx.Unmarshal(raw, &s) != nil {
+	s, ok := jsonString(raw)
+	if !ok {
 		return "", fieldErr(field, "must be a string")
 	}
 	return s, nil
+}
+
+// jsonString decodes raw, a member of a validated line, when it is a JSON
+// string; one without escapes is copied without the codec.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	if n := len(raw); n >= 2 && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
+	var s string
+	return s, jsonx.Unmarshal(raw, &s) == nil
 }
 
 // wireOptString reads an optional string: absent or null is nil.
@@ -258,11 +286,12 @@ func wirePayload(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return "", fieldErr(fPayload, "must be a JSON object")
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return "", fieldErr(fPayload, "invalid JSON: %w", err)
+	c, ok := jsonx.Compact(raw)
+	if !ok {
+		var b bytes.Buffer
+		return "", fieldErr(fPayload, "invalid JSON: %w", json.Compact(&b, raw))
 	}
-	return b.String(), nil
+	return string(c), nil
 }
 
 // Check validates a single event against the wire schema: the envelope rules
@@ -270,6 +299,31 @@ func wirePayload(raw json.RawMessage) (string, error) {
 // what EncodeEvent runs before writing, so producers building model.Event
 // values directly get the same guarantees as decoded lines.
 func Check(e *model.Event) error {
+	payload, err := payloadObject(e.Payload)
+	if err != nil {
+		return envelopeErr(e, err)
+	}
+	return check(e, payload)
+}
+
+// envelopeErr is the first envelope error of e, else err: Check reports
+// the envelope's errors before the payload's.
+func envelopeErr(e *model.Event, err error) error {
+	if eerr := checkEnvelope(e); eerr != nil {
+		return eerr
+	}
+	return err
+}
+
+// check is Check with the payload's members already split.
+func check(e *model.Event, payload map[string]json.RawMessage) error {
+	if err := checkEnvelope(e); err != nil {
+		return err
+	}
+	return checkPayload(e, payload)
+}
+
+func checkEnvelope(e *model.Event) error {
 	for _, f := range requiredStrings(e) {
 		if *f.dst == "" && f.name != fKind {
 			return fieldErr(f.name, "must be a non-empty string")
@@ -289,16 +343,15 @@ func Check(e *model.Event) error {
 	if !KnownKind(e.Kind) {
 		return fieldErr(fKind, "unknown kind %q", e.Kind)
 	}
-	payload, err := payloadObject(e.Payload)
-	if err != nil {
-		return err
-	}
-	return checkPayload(e, payload)
+	return nil
 }
 
 func payloadObject(text string) (map[string]json.RawMessage, error) {
 	var obj map[string]json.RawMessage
-	if len(text) == 0 || text[0] != '{' || jsonx.Unmarshal([]byte(text), &obj) != nil {
+	if len(text) > 0 && text[0] == '{' {
+		obj = format.Object([]byte(text))
+	}
+	if obj == nil {
 		return nil, fieldErr(fPayload, "must be a JSON object")
 	}
 	return obj, nil
@@ -329,17 +382,18 @@ func EncodeEvent(e *model.Event) ([]byte, error) {
 	writeOpt(&b, fStepID, e.StepID)
 	writeOpt(&b, fToolCallID, e.ToolCallID)
 	b.WriteString(`,"payload":`)
-	if err := json.Compact(&b, []byte(e.Payload)); err != nil {
-		return nil, fieldErr(fPayload, "invalid JSON: %w", err)
+	payload, err := wirePayload([]byte(e.Payload)) // Check proved it an object
+	if err != nil {
+		return nil, err
 	}
+	b.WriteString(payload)
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
 func writeString(b *bytes.Buffer, name, value string) {
-	q, _ := jsonx.Marshal(value) // marshaling a string cannot fail
 	b.WriteString(`,"` + name + `":`)
-	b.Write(q)
+	b.Write(jsonx.AppendQuoted(b.AvailableBuffer(), value))
 }
 
 func writeOpt(b *bytes.Buffer, name string, value *string) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -150,7 +149,8 @@ func checkValue(raw json.RawMessage, f pfield) error {
 	switch f.typ {
 	case pString:
 		var s string
-		ok = len(raw) > 0 && raw[0] == '"' && jsonx.Unmarshal(raw, &s) == nil && s != ""
+		s, ok = jsonString(raw)
+		ok = ok && s != ""
 		if ok && len(f.enum) > 0 && !oneOf(s, f.enum) {
 			return fieldErr(name, "must be one of %v, got %q", f.enum, s)
 		}

@@ -76,7 +76,7 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 			return "", false
 		}
 		has := func(k string) bool { _, ok := obj[k]; return ok }
-		switch format.FastString(obj["type"]) {
+		switch format.String(obj["type"]) {
 		case typeUser, typeAsst:
 			if has("sessionId") && has("uuid") && has("message") {
 				return Layout, true

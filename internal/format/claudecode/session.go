@@ -614,13 +614,17 @@ func appendExtraList(extra *string, key, v string) *string {
 
 // appendExtraRaw appends a JSON value to the array extra[key].
 func appendExtraRaw(extra *string, key string, v json.RawMessage) *string {
-	obj := map[string]json.RawMessage{}
+	var list [][]byte
 	if extra != nil {
-		_ = jsonx.Unmarshal([]byte(*extra), &obj)
+		list, _ = format.Array(format.Object([]byte(*extra))[key])
 	}
-	var list []json.RawMessage
-	_ = jsonx.Unmarshal(obj[key], &list)
-	list = append(list, append(json.RawMessage(nil), v...))
-	b, _ := jsonx.Marshal(list)
-	return format.MergeExtra(extra, key, b)
+	list = append(list, v)
+	for i, e := range list {
+		c, ok := jsonx.Compact(e)
+		if !ok {
+			return format.MergeExtra(extra, key, nil) // as encoding an invalid element fails
+		}
+		list[i] = c
+	}
+	return format.MergeExtra(extra, key, format.JoinArray(list))
 }

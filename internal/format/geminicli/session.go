@@ -412,7 +412,7 @@ func str(raw jsonx.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	return format.FastString(raw), true
+	return format.String(raw), true
 }
 
 // objectOrNil returns raw when it is a JSON object.

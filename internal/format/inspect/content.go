@@ -165,7 +165,7 @@ func readContent(raw jsonx.RawMessage) messageContent {
 	other, refusal := false, false
 	for _, p := range parts {
 		part := format.SplitObject(p)
-		switch format.FastString(part["type"]) {
+		switch format.String(part["type"]) {
 		case "reasoning":
 			if redacted, _ := format.Bool(part["redacted"]); !redacted {
 				reasoning = append(reasoning, format.String(part["reasoning"]))

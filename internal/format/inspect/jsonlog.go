@@ -51,7 +51,7 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 		if !jsonx.Valid(keyRaw) || keyRaw[0] != '"' {
 			return fail(errSyntax)
 		}
-		key := format.FastString(keyRaw)
+		key := format.String(keyRaw)
 		if err := sc.next(':'); err != nil {
 			return fail(err)
 		}

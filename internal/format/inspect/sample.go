@@ -122,7 +122,7 @@ func (b *builder) message(i int, raw []byte) {
 		b.warn("message is not a JSON object; skipped", b.d.atMessage(i)...)
 		return
 	}
-	role := format.FastString(m["role"])
+	role := format.String(m["role"])
 	b.roles = append(b.roles, role)
 	if id := format.String(m["id"]); id != "" {
 		if _, dup := b.ids[id]; !dup {
@@ -269,7 +269,7 @@ func (b *builder) events() map[string]int64 {
 		ok := format.EachMember(raw, func(key string, val []byte) {
 			switch key {
 			case "event":
-				kind = format.FastString(val)
+				kind = format.String(val)
 			case "timestamp":
 				me.ts = val
 			case "model":

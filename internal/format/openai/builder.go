@@ -229,13 +229,16 @@ func (s idSet) unique(id string) (unique string, original *string) {
 }
 
 // setIdentity sets run and session ids: the data's id when it has one
-// (made unique), otherwise the derived one.
+// (made unique in ids; as it is when ids is nil), otherwise the derived one.
 func (b *builder) setIdentity(ids idSet, dataID, derived string) {
 	if dataID == "" {
 		b.sl.Run.RunID, b.sl.Run.SessionID = derived, derived
 		return
 	}
-	sid, orig := ids.unique(dataID)
+	sid, orig := dataID, (*string)(nil)
+	if ids != nil {
+		sid, orig = ids.unique(dataID)
+	}
 	b.sl.Run.RunID, b.sl.Run.SessionID, b.sl.Run.OriginalSessionID = dataID, sid, orig
 }
 

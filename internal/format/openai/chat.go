@@ -52,7 +52,7 @@ var chatKnown = []string{
 // chatMessage maps one Chat Completions message (found at `at` in the
 // file) to step stepID, its tool calls, and a link to the call it answers.
 func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessage) {
-	role := format.FastString(m["role"])
+	role := format.String(m["role"])
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -215,7 +215,7 @@ func (b *builder) observation(stepID string, calls []int, text *string) {
 func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		return format.FastString(raw), format.KindText, true
+		return format.String(raw), format.KindText, true
 	}
 	return format.Content(format.CompactJSON(raw))
 }
@@ -225,13 +225,13 @@ func stringValue(raw jsonx.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	return format.FastString(raw), true
+	return format.String(raw), true
 }
 
 // isRefusalParts reports whether assistant content parts are all refusals.
 func isRefusalParts(raw jsonx.RawMessage) bool {
-	var parts []map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+	parts, ok := format.ObjectArray(raw)
+	if !ok || len(parts) == 0 {
 		return false
 	}
 	for _, p := range parts {
@@ -310,8 +310,8 @@ func nextThinkClose(s string) (int, string) {
 func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) {
 	var ext, resp map[string]jsonx.RawMessage
 	if raw, ok := m["extra"]; ok {
-		_ = jsonx.Unmarshal(raw, &ext)
-		_ = jsonx.Unmarshal(ext["response"], &resp)
+		ext = format.Object(raw)
+		resp = format.SplitObject(ext["response"])
 	}
 	for _, raw := range []jsonx.RawMessage{m["timestamp"], m["created"], ext["timestamp"], resp["created"]} {
 		if t, ok := format.Time(raw); ok {
@@ -343,12 +343,14 @@ func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
 	if !ok {
 		return extra
 	}
-	var ext map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(raw, &ext) != nil {
+	ext := format.Object(raw)
+	if ext == nil && !(jsonx.Valid(raw) && format.IsNull(raw)) {
 		return format.MergeExtra(extra, "extra", raw)
 	}
-	var resp map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(ext["response"], &resp) == nil && resp != nil {
+	if ext == nil {
+		ext = map[string]jsonx.RawMessage{}
+	}
+	if resp := format.SplitObject(ext["response"]); resp != nil {
 		if r := format.Extra(resp, "choices", "usage", "model", "created"); r != nil {
 			ext["response"] = jsonx.RawMessage(*r)
 		} else {
@@ -406,7 +408,7 @@ func objects(raw []byte) []map[string]jsonx.RawMessage {
 }
 
 func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
-	id := format.FastString(c["id"])
+	id := format.String(c["id"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
 	known := []string{"id", "function"}
 	var fn map[string]jsonx.RawMessage
@@ -446,7 +448,7 @@ func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string
 
 // chatResult links a tool/function message to the call it answers.
 func (b *builder) chatResult(stepID string, at loc, role string, m map[string]jsonx.RawMessage, result *string) {
-	key, link := format.FastString(m["tool_call_id"]), model.LinkByID
+	key, link := format.String(m["tool_call_id"]), model.LinkByID
 	if key == "" {
 		if ids := m["tool_call_ids"]; !format.IsNull(ids) { // SWE-agent
 			var list []string

@@ -37,6 +37,21 @@ type rolloutLine struct {
 	Payload   jsonx.RawMessage `json:"payload"`
 }
 
+// decodeRolloutLine decodes a line's envelope. A valid object whose type
+// is a string (every real line) is split without a copy; anything else
+// goes through the codec, which gives the same values or error as ever.
+// The payload aliases line.
+func decodeRolloutLine(line []byte) (rolloutLine, error) {
+	if m := format.Object(line); m != nil {
+		if typ := bytes.TrimSpace(m["type"]); len(typ) > 0 && typ[0] == '"' {
+			return rolloutLine{Timestamp: m["timestamp"], Type: format.String(typ), Payload: bytes.TrimSpace(m["payload"])}, nil
+		}
+	}
+	var env rolloutLine
+	err := jsonx.Unmarshal(line, &env)
+	return env, err
+}
+
 // normalizeCodex reads a Codex CLI rollout: JSONL envelopes, or the older
 // single JSON document {session, items}. Both are one Storyline.
 func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
@@ -49,8 +64,8 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	if err != nil && err != io.EOF {
 		return format.Errorf(src, 1, "", "read: %w", err)
 	}
-	var env rolloutLine
-	if jsonx.Unmarshal(first, &env) != nil || env.Type == "" {
+	env, err := decodeRolloutLine(first)
+	if err != nil || env.Type == "" {
 		// Not a rollout line: the legacy document, possibly pretty-printed.
 		top, err := readDocument(io.MultiReader(bytes.NewReader(first), br), src)
 		if err != nil {
@@ -62,8 +77,8 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
 		n++ // the first line was read above
-		var env rolloutLine
-		if err := jsonx.Unmarshal(line, &env); err != nil {
+		env, err := decodeRolloutLine(line)
+		if err != nil {
 			ro.b.warnAt(loc{line: n}, "unreadable line skipped: "+err.Error())
 			return nil
 		}
@@ -86,8 +101,8 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		}
 		ro.lastTS = ts
 	}
-	var p map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(env.Payload, &p) != nil || p == nil {
+	p := format.SplitObject(env.Payload) // the line was validated
+	if p == nil {
 		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
 		return
 	}
@@ -169,8 +184,8 @@ func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
 func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
-	var info map[string]jsonx.RawMessage
-	if jsonx.Unmarshal(p["info"], &info) != nil || info == nil {
+	info := format.SplitObject(p["info"])
+	if info == nil {
 		return
 	}
 	total := info["total_token_usage"]
@@ -178,7 +193,7 @@ func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
 		return
 	}
 	if !format.IsNull(total) {
-		ro.lastTotal = total
+		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
 	}
 	u := format.ParseUsage(info["last_token_usage"])
 	if u.Empty() {

@@ -34,6 +34,14 @@ func New() format.Adapter { return adapter{} }
 
 func (adapter) Name() string { return format.OpenAI }
 
+// LineRecords: chat JSONL holds one conversation per line.
+func (adapter) LineRecords(layout string) format.RecordNormalizer {
+	if layout != layoutChatJSONL {
+		return nil
+	}
+	return &chatRecords{layout: layout, ids: idSet{}}
+}
+
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
 	switch layout {
 	case layoutChatJSONL, layoutChatArray:

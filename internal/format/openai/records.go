@@ -35,23 +35,57 @@ func (l loc) derivedID() string {
 }
 
 // normalizeChat reads chat-jsonl and chat-array: {messages, tools?, ...}.
+// Each record is one conversation (chatRecords; a large chat JSONL is read
+// on every CPU through LineRecords).
 func normalizeChat(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
-	ids := idSet{}
+	recs := &chatRecords{layout: layout, ids: idSet{}}
 	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
-		top, err := decodeObject(raw)
+		sl, id, err := recs.record(src, l, raw)
 		if err != nil {
-			return elementError(src, l, err)
+			return err
 		}
-		b := newBuilder(layout, l)
-		idKey, id := firstString(top, sessionKeys...)
-		b.setIdentity(ids, id, l.derivedID())
-		if m, ok := stringValue(top["model"]); ok {
-			b.sl.Run.AgentModelName = model.Str(m)
-		}
-		b.chatMessages(top["messages"], 0, l.sub("messages"))
-		b.sl.Run.Extra = format.Extra(top, "messages", idKey, "model")
-		return emit(b.finish(src.File))
+		recs.Finish(sl, id)
+		return emit(sl)
 	})
+}
+
+// chatRecords normalizes the conversations of one chat file. Only the ids
+// taken from the data depend on earlier records (a repeated one gets #n):
+// a record is built with its own id, which Finish makes unique.
+type chatRecords struct {
+	layout string
+	ids    idSet
+}
+
+func (c *chatRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
+	return c.record(src, loc{line: lineNo}, line)
+}
+
+func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Storyline, string, error) {
+	top, err := decodeObject(raw)
+	if err != nil {
+		return nil, "", elementError(src, l, err)
+	}
+	b := newBuilder(c.layout, l)
+	idKey, id := firstString(top, sessionKeys...)
+	b.setIdentity(nil, id, l.derivedID())
+	if m, ok := stringValue(top["model"]); ok {
+		b.sl.Run.AgentModelName = model.Str(m)
+	}
+	b.chatMessages(top["messages"], 0, l.sub("messages"))
+	b.sl.Run.Extra = format.Extra(top, "messages", idKey, "model")
+	return b.finish(src.File), id, nil
+}
+
+// Finish makes a record's own id unique within the file.
+func (c *chatRecords) Finish(sl *model.Storyline, id string) {
+	if id == "" {
+		return
+	}
+	if sid, orig := c.ids.unique(id); orig != nil {
+		sl.Run.OriginalSessionID = orig
+		sl.SetSessionID(sid)
+	}
 }
 
 // chatMessages maps the message list at `at`, whose first element has

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -68,15 +67,25 @@ func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) erro
 	if tx.done {
 		return ErrTxDone
 	}
+	// A batch's lines are copied into one buffer, reused for the next
+	// batch (decoded events copy what they keep). A line's copy stays
+	// valid when the buffer grows: append moves the buffer, never the bytes
+	// of the old one.
 	batch := make([]rawLine, 0, lineBatch)
+	var buf []byte
 	var addErr error
+	add := func() error {
+		err := tx.addLines(ctx, src, batch)
+		batch, buf = batch[:0], buf[:0]
+		return err
+	}
 	err := format.EachLine(ctx, r, func(no int64, text []byte) error {
-		batch = append(batch, rawLine{no, bytes.Clone(text)})
+		buf = append(buf, text...)
+		batch = append(batch, rawLine{no, buf[len(buf)-len(text) : len(buf) : len(buf)]})
 		if len(batch) < lineBatch {
 			return nil
 		}
-		addErr = tx.addLines(ctx, src, batch)
-		batch = batch[:0]
+		addErr = add()
 		return addErr
 	})
 	if err != nil {
@@ -85,7 +94,7 @@ func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) erro
 		}
 		return err
 	}
-	return tx.addLines(ctx, src, batch)
+	return add()
 }
 
 // addLines decodes a batch of lines in parallel, then checks and adds the

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
@@ -42,10 +43,21 @@ type AppendResult struct {
 // (segments/<revision>-<index>-<sha256 prefix>.parquet): two writers of the
 // same revision never collide, and a segment orphaned by an interrupted
 // append never blocks the next one.
-func AppendEvents(ctx context.Context, b objstore.Bucket, prefix string, r io.Reader, src format.Source) (*AppendResult, error) {
+//
+// Segments are immutable, so the mirror keeps them between appends in a
+// segment cache (AppendOptions.SegmentCache): an append then downloads only
+// the manifest and the segments it has not seen (those other writers
+// added), and uploads its own — bytes in proportion to the batch, not to
+// the store. A cached segment is used only for the exact object version
+// the manifest's listing pins, with its recorded size.
+func AppendEvents(ctx context.Context, b objstore.Bucket, prefix string, r io.Reader, src format.Source, opts ...AppendOptions) (*AppendResult, error) {
 	prefix = strings.TrimSuffix(prefix, "/")
 	if path.Base(prefix) != events.DirName {
 		return nil, fmt.Errorf("%s/%s: an events store prefix must end in /%s", b, prefix, events.DirName)
+	}
+	var o AppendOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
 	tmp, err := os.MkdirTemp("", "pchronicle-events-")
 	if err != nil {
@@ -53,7 +65,8 @@ func AppendEvents(ctx context.Context, b objstore.Bucket, prefix string, r io.Re
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, events.DirName)
-	prev, err := mirrorEvents(ctx, b, prefix, dir)
+	cache := o.cache(b, prefix)
+	prev, err := mirrorEvents(ctx, b, prefix, dir, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +98,15 @@ func AppendEvents(ctx context.Context, b objstore.Bucket, prefix string, r io.Re
 	m := rev.Manifest
 	m.Segments = append([]events.Segment{}, m.Segments...)
 	for i := len(base.Segments); i < len(m.Segments); i++ {
-		if m.Segments[i].Path, err = uploadSegment(ctx, b, prefix, rev.Path(&m.Segments[i]), m.Segments[i].Path); err != nil {
+		local := rev.Path(&m.Segments[i])
+		if m.Segments[i].Path, err = uploadSegment(ctx, b, prefix, local, m.Segments[i].Path); err != nil {
 			return nil, err
+		}
+		if cache != nil { // the next append finds its own segments cached
+			key := Join(prefix, m.Segments[i].Path)
+			if info, err := b.Stat(ctx, key); err == nil {
+				cache.put(key, info, local)
+			}
 		}
 	}
 	data, err := json.MarshalIndent(&m, "", "  ")
@@ -97,14 +117,101 @@ func AppendEvents(ctx context.Context, b objstore.Bucket, prefix string, r io.Re
 		return nil, err
 	}
 	res.Manifest, res.Published = m, true
+	cache.prune()
 	return res, nil
+}
+
+// AppendOptions tune AppendEvents.
+type AppendOptions struct {
+	// SegmentCache is a directory that keeps the store's segments between
+	// appends ("" keeps none: every append mirrors the whole store). Each
+	// store gets a subdirectory holding the segments of the last manifest
+	// it saw; it is derived data, safe to delete at any time.
+	SegmentCache string
+}
+
+// DefaultSegmentCache is the segment cache under the user's cache
+// directory, or "" when there is none.
+func DefaultSegmentCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "pchronicle", "event-segments")
+}
+
+// segmentCache holds one store's segments, each named by a digest of its
+// key and pinned version, so a replaced object is never taken for the one
+// cached. keep collects the files of the segments in use.
+type segmentCache struct {
+	dir  string
+	keep map[string]bool
+}
+
+func (o AppendOptions) cache(b objstore.Bucket, prefix string) *segmentCache {
+	if o.SegmentCache == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(b.String() + "\x00" + prefix))
+	return &segmentCache{dir: filepath.Join(o.SegmentCache, hex.EncodeToString(sum[:16])), keep: map[string]bool{}}
+}
+
+func (c *segmentCache) path(key string, info objstore.ObjectInfo) string {
+	sum := sha256.Sum256([]byte(key + "\x00" + info.Ref()))
+	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".parquet")
+}
+
+// get links the cached copy of the object into dst; false when there is
+// none of its size (then the caller downloads it).
+func (c *segmentCache) get(key string, info objstore.ObjectInfo, dst string) bool {
+	if c == nil {
+		return false
+	}
+	p := c.path(key, info)
+	if st, err := os.Stat(p); err != nil || st.Size() != info.Size || fsx.LinkOrCopy(p, dst) != nil {
+		return false
+	}
+	c.keep[p] = true
+	return true
+}
+
+// put keeps a verified local copy of the object. It is best effort: the
+// cache only saves downloads.
+func (c *segmentCache) put(key string, info objstore.ObjectInfo, local string) {
+	if c == nil || os.MkdirAll(c.dir, 0o755) != nil {
+		return
+	}
+	p := c.path(key, info)
+	tmp := p + ".tmp"
+	os.Remove(tmp)
+	if fsx.LinkOrCopy(local, tmp) == nil && os.Rename(tmp, p) == nil {
+		c.keep[p] = true
+		return
+	}
+	os.Remove(tmp)
+}
+
+// prune drops the cached files no segment in use refers to (replaced by a
+// compaction, or of an older version), so the cache holds at most one
+// copy of the store.
+func (c *segmentCache) prune() {
+	if c == nil {
+		return
+	}
+	entries, _ := os.ReadDir(c.dir)
+	for _, e := range entries {
+		if p := filepath.Join(c.dir, e.Name()); !c.keep[p] {
+			os.Remove(p)
+		}
+	}
 }
 
 // mirrorEvents copies the remote store at prefix into dir: its manifest
 // (pinned: the returned info is what the final conditional write checks)
-// and every segment it names, each verified against the manifest's size.
+// and every segment it names, each verified against the manifest's size
+// (taken from the segment cache when it holds that version).
 // Without a remote manifest it creates an empty local store and returns nil.
-func mirrorEvents(ctx context.Context, b objstore.Bucket, prefix, dir string) (*objstore.ObjectInfo, error) {
+func mirrorEvents(ctx context.Context, b objstore.Bucket, prefix, dir string, cache *segmentCache) (*objstore.ObjectInfo, error) {
 	info, err := b.Stat(ctx, Join(prefix, events.ManifestName))
 	if errors.Is(err, objstore.ErrNotFound) {
 		_, err = events.Create(dir)
@@ -139,9 +246,14 @@ func mirrorEvents(ctx context.Context, b objstore.Bucket, prefix, dir string) (*
 		if sInfo.Size != seg.Bytes {
 			return nil, fmt.Errorf("%s/%s: %d bytes, the manifest records %d (truncated or replaced object)", b, sInfo.Key, sInfo.Size, seg.Bytes)
 		}
+		key := Join(prefix, seg.Path)
+		if cache.get(key, sInfo, rev.Path(seg)) {
+			continue
+		}
 		if err := objstore.Download(ctx, b, sInfo, rev.Path(seg)); err != nil {
 			return nil, err
 		}
+		cache.put(key, sInfo, rev.Path(seg))
 	}
 	return &info, nil
 }

@@ -1,0 +1,174 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// A large file of a layout whose lines are independent records
+// (format.LineRecords) is normalized on every CPU: it is read in chunks of
+// whole lines, each chunk's records are normalized by one of several
+// workers, and the Storylines are finished and emitted in file order, so
+// the result is exactly that of reading the file line by line.
+const (
+	// splitMinBytes is the smallest file read in chunks.
+	splitMinBytes = 4 << 20
+	// chunkBytes is the size a chunk is cut at (then extended to the end
+	// of its last line).
+	chunkBytes = 1 << 20
+)
+
+// chunk is a run of whole lines and, once normalized, its records.
+type chunk struct {
+	data  []byte
+	first int64 // the number of its first line
+	recs  []record
+	err   error // the first failing line's error; recs holds the lines before it
+	done  chan struct{}
+}
+
+type record struct {
+	sl *model.Storyline
+	id string
+}
+
+// splittable returns the record normalizer of det's layout when a file of
+// size bytes, of which p is the prefix, is worth reading in chunks.
+func splittable(det Detection, p *format.Probe, size int64) format.RecordNormalizer {
+	if size < splitMinBytes || runtime.GOMAXPROCS(0) < 2 || p.Shape != format.ShapeLines {
+		return nil
+	}
+	lr, ok := det.Adapter.(format.LineRecords)
+	if !ok {
+		return nil
+	}
+	return lr.LineRecords(det.Layout)
+}
+
+// normalizeLines reads r, the whole file from its start, in chunks
+// normalized by rec on every CPU, and emits the Storylines in file order.
+func normalizeLines(ctx context.Context, r io.Reader, src format.Source, rec format.RecordNormalizer, emit format.Emit) error {
+	ctx, cancel := context.WithCancel(ctx)
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *chunk, workers)
+	order := make(chan *chunk, 2*workers) // bounds the chunks held at once
+	var readErr error
+	go func() {
+		defer close(jobs)
+		defer close(order)
+		readErr = readChunks(ctx, r, func(c *chunk) bool {
+			select {
+			case order <- c:
+			case <-ctx.Done():
+				return false
+			}
+			jobs <- c
+			return true
+		})
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				c.normalize(ctx, src, rec)
+			}
+		}()
+	}
+	defer func() {
+		cancel() // stops the reader and the workers, then waits for them
+		wg.Wait()
+	}()
+	for c := range order {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for _, rc := range c.recs {
+			if rc.sl == nil {
+				continue
+			}
+			rec.Finish(rc.sl, rc.id)
+			if err := emit(rc.sl); err != nil {
+				return err
+			}
+		}
+		if c.err != nil {
+			return c.err
+		}
+		c.recs, c.data = nil, nil
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
+}
+
+// normalize runs rec over the chunk's non-blank lines, trimmed and
+// numbered as format.EachLine does.
+func (c *chunk) normalize(ctx context.Context, src format.Source, rec format.RecordNormalizer) {
+	defer close(c.done)
+	if c.err = ctx.Err(); c.err != nil {
+		return
+	}
+	lineNo := c.first
+	for data := c.data; len(data) > 0; lineNo++ {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		sl, id, err := rec.Record(src, lineNo, line)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.recs = append(c.recs, record{sl, id})
+	}
+}
+
+// readChunks cuts r into chunks of whole lines, numbering their first
+// lines, and hands each to send until it returns false.
+func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error {
+	br := bufio.NewReaderSize(r, chunkBytes)
+	next := int64(1)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data := make([]byte, chunkBytes)
+		n, err := io.ReadFull(br, data)
+		data = data[:n]
+		if err == nil { // extend to the end of the last line
+			rest, rerr := br.ReadBytes('\n')
+			data = append(data, rest...)
+			if rerr != nil && rerr != io.EOF {
+				return rerr
+			}
+		} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return err
+		}
+		if len(data) == 0 {
+			return nil
+		}
+		c := &chunk{data: data, first: next, done: make(chan struct{})}
+		next += int64(bytes.Count(data, []byte{'\n'}))
+		if !send(c) {
+			return ctx.Err()
+		}
+	}
+}

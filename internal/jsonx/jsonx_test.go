@@ -1,0 +1,62 @@
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+var seeds = []string{
+	`{"a": 1, "b" : [1, 2, {"c": "} \" "}],` + "\n\t" + `"d":"x\"y"}`,
+	`{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null}`,
+	` [ "\\\"", {} , [ ] ,-1e5,true ] `,
+	`"caf\u00e9 "`, `{"k":"line\nbreak"}`, `{"x": "a\\"}  `, `{"a":`, `[1,,2]`, "\"\xff\"",
+}
+
+func TestCompactMatchesEncodingJSON(t *testing.T) {
+	for _, s := range seeds {
+		checkCompact(t, []byte(s))
+	}
+}
+
+func TestAppendQuotedMatchesMarshal(t *testing.T) {
+	for _, s := range []string{"plain_key", "with \"quote\"", `back\slash`, "tab\there", "café", "<&>", "\u2028", "\xff", ""} {
+		checkQuoted(t, s)
+	}
+}
+
+func FuzzCompact(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkCompact(t, data)
+		checkQuoted(t, string(data))
+	})
+}
+
+// checkCompact: Compact agrees with encoding/json on validity and, for
+// valid input, on the bytes.
+func checkCompact(t *testing.T, data []byte) {
+	t.Helper()
+	var want bytes.Buffer
+	wantErr := json.Compact(&want, data)
+	got, ok := Compact(data)
+	if ok != (wantErr == nil) {
+		t.Fatalf("Compact(%q) ok=%v, encoding/json err=%v", data, ok, wantErr)
+	}
+	if ok && !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("Compact(%q) = %q, encoding/json %q", data, got, want.Bytes())
+	}
+}
+
+func checkQuoted(t *testing.T, s string) {
+	t.Helper()
+	want, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendQuoted([]byte("x"), s); !bytes.Equal(got, append([]byte("x"), want...)) {
+		t.Fatalf("AppendQuoted(%q) = %q, Marshal %q", s, got[1:], want)
+	}
+}

@@ -3,24 +3,22 @@ package engine
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 )
 
-// instance is a fresh in-memory DuckDB and its one connection, prepared
-// with everything that does not depend on the query: limits, a spill
-// directory of its own, file access confined to the Snapshot's pinned data
-// (Snapshot.ReadableDirs), every mounted Dataset's schema with its six
-// relations, and a locked configuration. A query then only points any view
+// instance is a fresh in-memory DuckDB in a worker process of its own
+// (worker.go), prepared with everything that does not depend on the
+// query: limits, a spill directory of its own, file access confined to the
+// Snapshot's pinned data (Snapshot.ReadableDirs), every mounted Dataset's
+// schema with its six relations, and a locked configuration. A query then only points any view
 // that differs at its own sources and fills the metadata tables it
 // references (Engine.open): every statement costs DuckDB a fraction of a
 // millisecond (allowed_directories several), so they are done ahead.
 type instance struct {
-	db    *sql.DB
-	conn  *sql.Conn
+	w     *worker // the process the instance lives in (worker.go)
 	spill string
 	views map[relKey]string // the body of every row relation's view
 }
@@ -47,16 +45,7 @@ func (e *Engine) abandon(p *pending) {
 // row relations are views with the given bodies (an empty typed scan where
 // views has none).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}}
+	inst := &instance{spill: e.snap.SpillDir(), views: map[relKey]string{}}
 	setup := limits.instanceSettings(inst.spill)
 	for _, d := range e.snap.Datasets {
 		for _, rel := range rowRelations {
@@ -72,26 +61,25 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limit
 	// create views and fill tables, which a locked configuration allows.
 	setup = append(setup, accessSettings(inst.spill, e.readable)...)
 	setup = append(setup, lockConfiguration)
-	if err := inst.exec(ctx, setup); err != nil {
-		inst.close()
-		return nil, err
+	w, err := startWorker(ctx, limits, setup)
+	if err != nil {
+		os.RemoveAll(inst.spill)
+		return nil, fmt.Errorf("preparing query engine: %w", err)
 	}
+	inst.w = w
 	return inst, nil
 }
 
 func (inst *instance) exec(ctx context.Context, stmts []string) error {
-	for _, stmt := range stmts {
-		if _, err := inst.conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err)
-		}
+	if err := inst.w.exec(ctx, stmts); err != nil {
+		return fmt.Errorf("preparing query engine: %w", err)
 	}
 	return nil
 }
 
 func (inst *instance) close() {
-	inst.conn.Close()
-	inst.db.Close()
-	os.RemoveAll(inst.spill) // DuckDB removes it too; this covers a failed close
+	inst.w.close()
+	os.RemoveAll(inst.spill) // a killed worker's DuckDB could not remove it
 }
 
 // fresh returns an instance with the given limits that no query has used:

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -90,8 +89,9 @@ type Rows struct {
 	Pruning []RelationReport
 
 	e         *Engine
+	limits    Limits
 	inst      *instance
-	rows      *sql.Rows
+	rows      *workerRows
 	ctx       context.Context
 	cancel    context.CancelFunc
 	release   func()
@@ -114,7 +114,7 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 	}
 	defer func() {
 		if err != nil {
-			err = stopped(ctx, err)
+			err = stopped(ctx, err, limits)
 			cancel()
 		}
 	}()
@@ -135,19 +135,10 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		release()
 		return nil, err
 	}
-	sqlRows, err := inst.conn.QueryContext(ctx, sqlText)
+	wrows, err := inst.w.query(ctx, sqlText)
 	if err == nil {
-		var cols []*sql.ColumnType
-		if cols, err = sqlRows.ColumnTypes(); err == nil {
-			r := &Rows{Pruning: plan.report(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
-				maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
-			for _, c := range cols {
-				r.Columns = append(r.Columns, c.Name())
-				r.Types = append(r.Types, c.DatabaseTypeName())
-			}
-			return r, nil
-		}
-		sqlRows.Close()
+		return &Rows{Columns: wrows.Columns, Types: wrows.Types, Pruning: plan.report(), e: e, limits: limits, inst: inst, rows: wrows, ctx: ctx, cancel: cancel,
+			release: release, maxRows: opts.MaxRows, truncate: opts.Truncate}, nil
 	}
 	e.release(inst, false)
 	release()
@@ -157,11 +148,11 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 // stopped says that a query ended because its context did (the timeout or
 // the caller), rather than with DuckDB's own message for an interrupt, and
 // classifies DuckDB's other errors.
-func stopped(ctx context.Context, err error) error {
+func stopped(ctx context.Context, err error, l Limits) error {
 	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("query stopped: %w", ctx.Err())
 	}
-	return classify(err)
+	return classify(err, l)
 }
 
 // Next reads the next row; false at the end, at the row cap, or on error.
@@ -169,10 +160,10 @@ func (r *Rows) Next() bool {
 	if r.closed || r.err != nil || r.truncated {
 		return false
 	}
-	if !r.rows.Next() {
-		r.err = r.rows.Err()
+	if !r.rows.next() {
+		r.err = r.rows.err
 		if r.err != nil {
-			r.err = stopped(r.ctx, r.err)
+			r.err = stopped(r.ctx, r.err, r.limits)
 		}
 		return false
 	}
@@ -184,19 +175,7 @@ func (r *Rows) Next() bool {
 		}
 		return false
 	}
-	ptrs := make([]any, len(r.vals))
-	vals := make([]any, len(r.vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := r.rows.Scan(ptrs...); err != nil {
-		r.err = stopped(r.ctx, err)
-		return false
-	}
-	for i, v := range vals {
-		vals[i] = plainValue(v)
-	}
-	r.vals = vals
+	r.vals = r.rows.vals
 	r.n++
 	return true
 }
@@ -217,9 +196,9 @@ func (r *Rows) Close() error {
 		return nil
 	}
 	r.closed = true
-	err := r.rows.Close()
+	r.rows.close()
 	r.cancel()
 	r.e.release(r.inst, r.err == nil)
 	r.release()
-	return err
+	return nil
 }

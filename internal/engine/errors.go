@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -26,12 +27,22 @@ const (
 type QueryError struct {
 	Kind ErrorKind
 	Err  error
+	msg  string
 }
 
-func (e *QueryError) Error() string { return e.Err.Error() }
 func (e *QueryError) Unwrap() error { return e.Err }
 
-// classify wraps a DuckDB error of the user's statement, run under l;
+// QueryError's message for a resource failure replaces DuckDB's advice
+// (SET statements that user SQL may not run) with the limits and flags that
+// bound the query.
+func (e *QueryError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.Err.Error()
+}
+
+// classify wraps a DuckDB error of the user's statement, run under limits;
 // other errors pass through.
 func classify(err error, l Limits) error {
 	var de *duckdb.Error
@@ -40,9 +51,13 @@ func classify(err error, l Limits) error {
 	}
 	switch de.Type {
 	case duckdb.ErrorTypeOutOfMemory:
-		// DuckDB's own advice is SET statements, which queries cannot run.
-		msg, _, _ := strings.Cut(de.Msg, "\n\n")
-		return &QueryError{Kind: KindResources, Err: &resourceError{msg: memoryAdvice(msg, l), err: err}}
+		what, _, _ := strings.Cut(de.Msg, "\n") // DuckDB's own advice follows
+		hint := memoryHint(l)
+		if strings.Contains(de.Msg, "max_temp_directory_size") {
+			hint = fmt.Sprintf("the query needs more spill space than max_spill_bytes (--max-spill-bytes, now %s) allows: raise it, or memory_limit (--memory-limit, now %s)",
+				l.MaxSpillBytes, l.MemoryLimit)
+		}
+		return &QueryError{Kind: KindResources, Err: err, msg: strings.TrimSuffix(what, ".") + ": " + hint}
 	case duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog, duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax,
 		duckdb.ErrorTypeConversion, duckdb.ErrorTypeOutOfRange, duckdb.ErrorTypeInvalidInput, duckdb.ErrorTypeDivideByZero,
 		duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType, duckdb.ErrorTypeNotImplemented, duckdb.ErrorTypeExpression,
@@ -53,28 +68,12 @@ func classify(err error, l Limits) error {
 	return &QueryError{Kind: KindInternal, Err: err}
 }
 
-// resourceError is an error of DuckDB's retold with the limit to raise.
-type resourceError struct {
-	msg string
-	err error
-}
-
-func (e *resourceError) Error() string { return e.msg }
-func (e *resourceError) Unwrap() error { return e.err }
-
-// memoryAdvice completes an out-of-memory message with the flags that
-// raise the limit.
-func memoryAdvice(what string, l Limits) string {
-	bound := ""
-	if data, err := dataLimit(l); err == nil && data > 0 {
-		bound = fmt.Sprintf(", under which its process may map %s", formatBytes(data))
+// memoryHint names the options that bound a query's memory, for every
+// out-of-memory error: DuckDB's, and a worker's that died of it.
+func memoryHint(l Limits) string {
+	threads := fmt.Sprint(l.Threads)
+	if l.Threads <= 0 {
+		threads = fmt.Sprintf("0, i.e. %d", runtime.NumCPU())
 	}
-	return fmt.Sprintf("%s: the query needs more memory than --memory-limit %s allows%s; raise --memory-limit or lower --threads", what, l.MemoryLimit, bound)
-}
-
-func formatBytes(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return fmt.Sprintf("%d MiB", n>>20)
+	return fmt.Sprintf("raise memory_limit (--memory-limit, now %s) or lower threads (--threads, now %s)", l.MemoryLimit, threads)
 }

@@ -3,22 +3,24 @@ package engine
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 )
 
-// instance is a fresh in-memory DuckDB in a worker process of its own
-// (worker.go), prepared with everything that does not depend on the
-// query: limits, a spill directory of its own, file access confined to the
-// Snapshot's pinned data (Snapshot.ReadableDirs), every mounted Dataset's
-// schema with its six relations, and a locked configuration. A query then only points any view
+// instance is a fresh in-memory DuckDB and its one connection, prepared
+// with everything that does not depend on the query: limits, a spill
+// directory of its own, file access confined to the Snapshot's pinned data
+// (Snapshot.ReadableDirs), every mounted Dataset's schema with its six
+// relations, and a locked configuration. A query then only points any view
 // that differs at its own sources and fills the metadata tables it
 // references (Engine.open): every statement costs DuckDB a fraction of a
 // millisecond (allowed_directories several), so they are done ahead.
 type instance struct {
-	w     *worker // the process the instance lives in (worker.go)
+	db    *sql.DB
+	conn  *sql.Conn
 	spill string
 	views map[relKey]string // the body of every row relation's view
 }
@@ -45,7 +47,13 @@ func (e *Engine) abandon(p *pending) {
 // row relations are views with the given bodies (an empty typed scan where
 // views has none).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
-	inst := &instance{spill: e.snap.SpillDir(), views: map[relKey]string{}}
+	db := openWorkerDB(limits) // DuckDB runs in a process of its own (worker.go)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}}
 	setup := limits.instanceSettings(inst.spill)
 	for _, d := range e.snap.Datasets {
 		for _, rel := range rowRelations {
@@ -61,25 +69,26 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limit
 	// create views and fill tables, which a locked configuration allows.
 	setup = append(setup, accessSettings(inst.spill, e.readable)...)
 	setup = append(setup, lockConfiguration)
-	w, err := startWorker(ctx, limits, setup)
-	if err != nil {
-		os.RemoveAll(inst.spill)
-		return nil, fmt.Errorf("preparing query engine: %w", err)
+	if err := inst.exec(ctx, setup); err != nil {
+		inst.close()
+		return nil, err
 	}
-	inst.w = w
 	return inst, nil
 }
 
 func (inst *instance) exec(ctx context.Context, stmts []string) error {
-	if err := inst.w.exec(ctx, stmts); err != nil {
-		return fmt.Errorf("preparing query engine: %w", err)
+	for _, stmt := range stmts {
+		if _, err := inst.conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err)
+		}
 	}
 	return nil
 }
 
 func (inst *instance) close() {
-	inst.w.close()
-	os.RemoveAll(inst.spill) // a killed worker's DuckDB could not remove it
+	inst.conn.Close()
+	inst.db.Close()
+	os.RemoveAll(inst.spill) // DuckDB removes it too; this covers a failed close
 }
 
 // fresh returns an instance with the given limits that no query has used:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -89,12 +90,12 @@ type Rows struct {
 	Pruning []RelationReport
 
 	e         *Engine
-	limits    Limits
 	inst      *instance
-	rows      *workerRows
+	rows      *sql.Rows
 	ctx       context.Context
 	cancel    context.CancelFunc
 	release   func()
+	limits    Limits
 	maxRows   int64
 	truncate  bool
 	n         int64
@@ -135,10 +136,19 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		release()
 		return nil, err
 	}
-	wrows, err := inst.w.query(ctx, sqlText)
+	sqlRows, err := inst.conn.QueryContext(ctx, sqlText)
 	if err == nil {
-		return &Rows{Columns: wrows.Columns, Types: wrows.Types, Pruning: plan.report(), e: e, limits: limits, inst: inst, rows: wrows, ctx: ctx, cancel: cancel,
-			release: release, maxRows: opts.MaxRows, truncate: opts.Truncate}, nil
+		var cols []*sql.ColumnType
+		if cols, err = sqlRows.ColumnTypes(); err == nil {
+			r := &Rows{Pruning: plan.report(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
+				limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
+			for _, c := range cols {
+				r.Columns = append(r.Columns, c.Name())
+				r.Types = append(r.Types, c.DatabaseTypeName())
+			}
+			return r, nil
+		}
+		sqlRows.Close()
 	}
 	e.release(inst, false)
 	release()
@@ -160,8 +170,8 @@ func (r *Rows) Next() bool {
 	if r.closed || r.err != nil || r.truncated {
 		return false
 	}
-	if !r.rows.next() {
-		r.err = r.rows.err
+	if !r.rows.Next() {
+		r.err = r.rows.Err()
 		if r.err != nil {
 			r.err = stopped(r.ctx, r.err, r.limits)
 		}
@@ -175,7 +185,19 @@ func (r *Rows) Next() bool {
 		}
 		return false
 	}
-	r.vals = r.rows.vals
+	ptrs := make([]any, len(r.vals))
+	vals := make([]any, len(r.vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := r.rows.Scan(ptrs...); err != nil {
+		r.err = stopped(r.ctx, err, r.limits)
+		return false
+	}
+	for i, v := range vals {
+		vals[i] = plainValue(v)
+	}
+	r.vals = vals
 	r.n++
 	return true
 }
@@ -196,9 +218,9 @@ func (r *Rows) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.rows.close()
+	err := r.rows.Close()
 	r.cancel()
 	r.e.release(r.inst, r.err == nil)
 	r.release()
-	return nil
+	return err
 }

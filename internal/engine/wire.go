@@ -24,9 +24,10 @@ import (
 // Frame kinds.
 const (
 	// Engine to worker.
-	frameOpen  byte = 'o' // workerOpen: start DuckDB, run the set-up
-	frameExec  byte = 'x' // workerExec: more set-up statements
-	frameQuery byte = 'q' // workerQuery: the user's statement
+	frameOpen   byte = 'o' // workerOpen: start DuckDB
+	frameExec   byte = 'x' // workerStatement: run a statement
+	frameQuery  byte = 'q' // workerStatement: run a query, stream its rows
+	frameCancel byte = 'z' // stop the query being streamed (no payload)
 	// Worker to engine.
 	frameOK      byte = 'k' // the request succeeded
 	frameError   byte = 'e' // workerError: it failed
@@ -37,17 +38,12 @@ const (
 
 type workerOpen struct {
 	V int `json:"v"`
-	// DataLimit is the most memory the worker may map, beyond its own
-	// footprint once DuckDB runs (0: unbounded); see dataLimit.
-	DataLimit int64    `json:"data_limit"`
-	Stmts     []string `json:"stmts"`
+	// DataLimit is the most memory the worker may map beyond what it maps
+	// at its first query (0: unbounded); see dataLimit.
+	DataLimit int64 `json:"data_limit"`
 }
 
-type workerExec struct {
-	Stmts []string `json:"stmts"`
-}
-
-type workerQuery struct {
+type workerStatement struct {
 	SQL string `json:"sql"`
 }
 

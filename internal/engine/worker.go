@@ -3,8 +3,11 @@ package engine
 import (
 	"bufio"
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -17,39 +20,72 @@ import (
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
-// A worker is the process one query's DuckDB runs in (docs/sql.md,
+// A worker is the process a query instance's DuckDB runs in (docs/sql.md,
 // "Limits"). DuckDB cannot interrupt every computation — a constant it
 // folds while planning, one huge string or list — and keeps only its
 // buffers under memory_limit, so in the engine's own process a single
 // query could run past its timeout and take the memory of the whole
 // process, and with it the server. In a worker, the kernel caps what the
-// query may map (limitData) and the engine kills it when it does not stop
-// within killGrace of its timeout; either way the engine carries on and
-// the error says which limit to raise.
+// instance may map (limitData), and the engine kills a worker that has not
+// stopped within killGrace of being interrupted; either way the engine
+// carries on, and the error says which limit to raise.
+//
+// To the rest of the engine a worker is a database/sql connection
+// (openWorkerDB): it runs statements and streams rows like DuckDB's own
+// driver, with DuckDB's errors, so an instance is used the same way
+// whether DuckDB runs here or there.
 type worker struct {
 	cmd       *exec.Cmd
 	stdin     *os.File
 	stdout    *os.File
-	bw        *bufio.Writer
+	bw        *bufio.Writer // to stdin, under wmu
 	br        *bufio.Reader
 	stderr    *cappedBuffer
 	exited    chan struct{} // closed when the process has been reaped
 	limits    Limits
-	dataLimit int64 // what the worker may map beyond its start (0: unbounded)
+	dataLimit int64 // what the worker may map beyond its first query (0: unbounded)
 	buf       []byte
 
-	mu          sync.Mutex
-	interrupted bool // the engine closed stdin to interrupt it
-	killed      bool // the engine killed it
+	wmu    sync.Mutex // serializes writes to stdin
+	mu     sync.Mutex
+	broken bool // the worker was killed or died
+	killed bool // the engine killed it
 }
 
-// killGrace is how long a worker has to stop after being interrupted
+// killGrace is how long a worker has to stop a query after being asked to
 // before it is killed: DuckDB normally stops within milliseconds.
 const killGrace = 250 * time.Millisecond
 
-// startWorker starts a worker and runs the set-up statements in it. ctx
-// bounds the start.
-func startWorker(ctx context.Context, limits Limits, setup []string) (*worker, error) {
+// openWorkerDB returns a database/sql handle whose connections are
+// workers with the given limits.
+func openWorkerDB(limits Limits) *sql.DB {
+	return sql.OpenDB(workerConnector{limits})
+}
+
+type workerConnector struct{ limits Limits }
+
+func (c workerConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	w, err := startWorker(c.limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.request(ctx, frameOpen, workerOpen{V: workerVersion, DataLimit: w.dataLimit}); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (workerConnector) Driver() driver.Driver { return workerDriver{} }
+
+type workerDriver struct{}
+
+func (workerDriver) Open(string) (driver.Conn, error) {
+	return nil, errors.New("query workers are opened through their connector")
+}
+
+// startWorker starts a worker process.
+func startWorker(limits Limits) (*worker, error) {
 	data, err := dataLimit(limits)
 	if err != nil {
 		return nil, err
@@ -91,25 +127,67 @@ func startWorker(ctx context.Context, limits Limits, setup []string) (*worker, e
 		w.cmd.Wait()
 		close(w.exited)
 	}()
-	if err := w.request(ctx, frameOpen, workerOpen{V: workerVersion, DataLimit: data, Stmts: setup}); err != nil {
-		w.close()
-		return nil, err
-	}
 	return w, nil
 }
 
-// exec runs statements in the worker.
-func (w *worker) exec(ctx context.Context, stmts []string) error {
-	if len(stmts) == 0 {
-		return nil
-	}
-	return w.request(ctx, frameExec, workerExec{Stmts: stmts})
+// Prepare is not supported: the engine runs statements directly
+// (ExecContext, QueryContext), and database/sql uses them.
+func (w *worker) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("query workers do not prepare statements")
 }
 
-// request sends one request and waits for its ok, interrupting the worker
-// if ctx ends first.
+func (w *worker) Begin() (driver.Tx, error) {
+	return nil, errors.New("query workers do not run transactions")
+}
+
+// IsValid tells database/sql not to reuse a worker that broke.
+func (w *worker) IsValid() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.broken
+}
+
+// ExecContext runs one statement without arguments.
+func (w *worker) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if len(args) > 0 {
+		return nil, errors.New("query workers take no statement arguments")
+	}
+	if err := w.request(ctx, frameExec, workerStatement{SQL: query}); err != nil {
+		return nil, err
+	}
+	return driver.ResultNoRows, nil
+}
+
+// QueryContext runs one statement without arguments and returns its rows,
+// which stream from the worker as they are read.
+func (w *worker) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) > 0 {
+		return nil, errors.New("query workers take no statement arguments")
+	}
+	r := &workerRows{w: w, ended: make(chan struct{})}
+	r.stop = context.AfterFunc(ctx, r.interrupt)
+	if err := w.send(frameQuery, workerStatement{SQL: query}); err != nil {
+		return nil, r.end(err)
+	}
+	kind, payload, err := w.read()
+	if err != nil {
+		return nil, r.end(err)
+	}
+	if kind != frameColumns {
+		return nil, r.end(w.outcome(kind, payload))
+	}
+	var cols workerColumns
+	if err := jsonx.Unmarshal(payload, &cols); err != nil || len(cols.Names) != len(cols.Types) {
+		return nil, r.end(w.protocolError("a malformed columns answer"))
+	}
+	r.columns, r.types = cols.Names, cols.Types
+	return r, nil
+}
+
+// request sends one request and waits for its answer; if ctx ends first,
+// the worker is killed (a statement other than a query has no cancel).
 func (w *worker) request(ctx context.Context, kind byte, req any) error {
-	stop := context.AfterFunc(ctx, w.interrupt)
+	stop := context.AfterFunc(ctx, w.kill)
 	defer stop()
 	if err := w.send(kind, req); err != nil {
 		return err
@@ -121,36 +199,18 @@ func (w *worker) request(ctx context.Context, kind byte, req any) error {
 	return w.outcome(kind, payload)
 }
 
-// query runs the user's statement; the worker is done with it once the
-// rows are read or closed.
-func (w *worker) query(ctx context.Context, sqlText string) (*workerRows, error) {
-	stop := context.AfterFunc(ctx, w.interrupt)
-	fail := func(err error) (*workerRows, error) {
-		stop()
-		return nil, err
-	}
-	if err := w.send(frameQuery, workerQuery{SQL: sqlText}); err != nil {
-		return fail(err)
-	}
-	kind, payload, err := w.read()
-	if err != nil {
-		return fail(err)
-	}
-	if kind != frameColumns {
-		return fail(w.outcome(kind, payload))
-	}
-	var cols workerColumns
-	if err := jsonx.Unmarshal(payload, &cols); err != nil || len(cols.Names) != len(cols.Types) {
-		return fail(w.protocolError("a malformed columns answer"))
-	}
-	return &workerRows{w: w, Columns: cols.Names, Types: cols.Types, stop: stop}, nil
-}
-
 func (w *worker) send(kind byte, req any) error {
-	if err := writeJSON(w.bw, kind, req); err != nil {
-		return w.failed(err)
+	data, err := jsonx.Marshal(req)
+	if err != nil {
+		return err
 	}
-	if err := w.bw.Flush(); err != nil {
+	w.wmu.Lock()
+	err = writeFrame(w.bw, kind, data)
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	w.wmu.Unlock()
+	if err != nil {
 		return w.failed(err)
 	}
 	return nil
@@ -191,43 +251,24 @@ func (w *worker) protocolError(what string) error {
 	return &QueryError{Kind: KindInternal, Err: fmt.Errorf("the query worker sent %s", what)}
 }
 
-// interrupt asks the worker to stop what it is doing by closing its input
-// (DuckDB is interrupted and the worker exits), and kills it if it has not
-// exited within killGrace.
-func (w *worker) interrupt() {
-	w.mu.Lock()
-	if w.interrupted {
-		w.mu.Unlock()
-		return
-	}
-	w.interrupted = true
-	w.mu.Unlock()
-	w.stdin.Close()
-	go func() {
-		select {
-		case <-w.exited:
-		case <-time.After(killGrace):
-			w.kill()
-		}
-	}()
-}
-
+// kill ends the worker at once.
 func (w *worker) kill() {
 	w.mu.Lock()
-	w.killed = true
+	w.broken, w.killed = true, true
 	w.mu.Unlock()
 	w.cmd.Process.Kill()
 }
 
-// failed explains a pipe that failed: the worker was interrupted (the
-// caller reports its context's error), or it died on its own — out of
-// memory, or a crash.
+// failed explains a pipe that failed: the engine killed the worker (the
+// caller reports why, e.g. its context's error), or it died on its own —
+// out of memory, or a crash.
 func (w *worker) failed(err error) error {
 	w.mu.Lock()
-	interrupted := w.interrupted
+	w.broken = true
+	killed := w.killed
 	w.mu.Unlock()
-	if interrupted {
-		return fmt.Errorf("the query worker was interrupted: %w", err)
+	if killed {
+		return fmt.Errorf("the query worker was stopped: %w", err)
 	}
 	select {
 	case <-w.exited:
@@ -246,7 +287,7 @@ func (w *worker) deathError() error {
 	ws, _ := state.Sys().(syscall.WaitStatus)
 	if outOfMemory(stderr) || (ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
 		// SIGKILL that the engine did not send is the kernel's OOM killer.
-		return &QueryError{Kind: KindResources, Err: errors.New(memoryAdvice("the query's worker process ran out of memory", w.limits))}
+		return &QueryError{Kind: KindResources, Err: fmt.Errorf("the query's process ran out of memory%s: %s", w.capText(), memoryHint(w.limits))}
 	}
 	msg := firstLine(strings.TrimSpace(stderr))
 	if msg == "" {
@@ -267,64 +308,116 @@ func outOfMemory(stderr string) bool {
 	return false
 }
 
-// close ends the worker: its input closes (an idle or finished worker
-// exits), and it is killed if it has not exited within killGrace.
-func (w *worker) close() {
-	w.interrupt()
-	<-w.exited
-	w.stdout.Close()
+// Close ends the worker: its input closes, so it exits (interrupting
+// anything it still runs), and it is killed if it has not exited within
+// killGrace.
+func (w *worker) Close() error {
+	w.wmu.Lock()
+	w.stdin.Close()
+	w.wmu.Unlock()
+	w.stdout.Close() // a worker still writing rows gets EPIPE
+	select {
+	case <-w.exited:
+	case <-time.After(killGrace):
+		w.kill()
+		<-w.exited
+	}
+	return nil
 }
 
-// workerRows reads a query's rows as the worker sends them.
+// workerRows is a query's result as the worker streams it.
 type workerRows struct {
-	Columns []string
-	Types   []string
-
-	w     *worker
-	stop  func() bool // ends the context's watch over the worker
-	batch valueReader
-	vals  []any
-	err   error
-	done  bool
+	w       *worker
+	columns []string
+	types   []string
+	stop    func() bool   // ends the watch over the query's context
+	ended   chan struct{} // closed when the last frame of the query was read
+	once    sync.Once
+	batch   valueReader
+	err     error // what ended the rows (io.EOF: done)
 }
 
-// next decodes the next row into vals; false at the end or on error.
-func (r *workerRows) next() bool {
+func (r *workerRows) Columns() []string { return r.columns }
+
+func (r *workerRows) ColumnTypeDatabaseTypeName(i int) string { return r.types[i] }
+
+// Next decodes the next row into dest; io.EOF at the end.
+func (r *workerRows) Next(dest []driver.Value) error {
+	if err := r.fill(); err != nil {
+		return err
+	}
+	for i := range dest {
+		v, err := r.batch.value()
+		if err != nil {
+			return r.end(r.w.protocolError("a malformed row"))
+		}
+		dest[i] = v
+	}
+	return nil
+}
+
+// fill reads frames until one holds rows, or the query ends.
+func (r *workerRows) fill() error {
 	for len(r.batch.b) == 0 {
-		if r.done || r.err != nil {
-			return false
+		if r.err != nil {
+			return r.err
 		}
 		kind, payload, err := r.w.read()
 		switch {
 		case err != nil:
-			r.err = err
-		case kind == frameRows:
+			return r.end(err)
+		case kind == frameRows && len(r.columns) > 0:
 			r.batch = valueReader{b: payload}
 		case kind == frameDone:
-			r.done = true
+			return r.end(io.EOF)
 		default:
-			r.err = r.w.outcome(kind, payload)
-			if r.err == nil {
-				r.err = r.w.protocolError("an ok answer among rows")
+			err := r.w.outcome(kind, payload)
+			if err == nil {
+				err = r.w.protocolError("an unexpected answer among rows")
 			}
+			return r.end(err)
 		}
 	}
-	vals := make([]any, len(r.Columns))
-	for i := range vals {
-		v, err := r.batch.value()
-		if err != nil {
-			r.err = r.w.protocolError("a malformed row")
-			return false
-		}
-		vals[i] = v
-	}
-	r.vals = vals
-	return true
+	return nil
 }
 
-// close stops watching the query's context; the worker itself is closed
-// with its instance.
-func (r *workerRows) close() { r.stop() }
+// end records what ended the query's frames and returns it.
+func (r *workerRows) end(err error) error {
+	r.once.Do(func() {
+		r.err = err
+		r.stop()
+		close(r.ended)
+	})
+	return r.err
+}
+
+// interrupt asks the worker to stop the query, and kills it if the query
+// has not ended within killGrace.
+func (r *workerRows) interrupt() {
+	r.w.wmu.Lock()
+	writeFrame(r.w.bw, frameCancel, nil)
+	r.w.bw.Flush()
+	r.w.wmu.Unlock()
+	select {
+	case <-r.ended:
+	case <-time.After(killGrace):
+		r.w.kill()
+	}
+}
+
+// Close stops a query that is still streaming (the worker answers the
+// cancel by ending the rows) and skips what it still sends, so that the
+// worker can run the next statement.
+func (r *workerRows) Close() error {
+	if r.err != nil {
+		return nil
+	}
+	go r.interrupt()
+	for r.fill() == nil {
+		r.batch.b = nil
+	}
+	return nil
+}
 
 // cappedBuffer keeps the first max bytes written to it.
 type cappedBuffer struct {
@@ -346,4 +439,19 @@ func (c *cappedBuffer) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return string(c.buf)
+}
+
+// capText describes the worker's cap, for messages.
+func (w *worker) capText() string {
+	if w.dataLimit <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (it may map %s beyond what it held before its first query)", formatBytes(w.dataLimit))
+}
+
+func formatBytes(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }

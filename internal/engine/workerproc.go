@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -39,121 +40,117 @@ func init() {
 	os.Exit(0)
 }
 
-// maxRequestBytes bounds one request frame (set-up statements filling a
-// large sources table are the biggest).
+// maxRequestBytes bounds one request frame (a statement filling a large
+// sources table is the biggest).
 const maxRequestBytes = 1 << 30
 
-// serveWorker is a worker's whole life: open an in-memory DuckDB and run
-// the set-up of the open request, then the requests that follow, the last
-// being the query, whose rows it streams back. It exits after the query,
-// or as soon as its input ends (the engine closes it to interrupt), which
-// cancels whatever DuckDB is doing. It never reads a file or the network
-// on its own: everything it runs comes from the engine, which has already
-// validated the user's SQL, and the set-up sandboxes the instance before
-// the query.
+// serveWorker is a worker's whole life: the open request starts an
+// in-memory DuckDB, then each exec request runs a statement and each query
+// request runs one and streams its rows back, until the input ends — the
+// engine closed it, or died — which also interrupts whatever DuckDB is
+// doing. A cancel request stops the query being streamed. The worker never
+// reads a file or the network on its own: everything it runs comes from
+// the engine, which has validated the user's SQL and sandboxes the
+// instance before any query.
 func serveWorker(in io.Reader, out io.Writer) error {
-	br := bufio.NewReaderSize(in, 64<<10)
-	bw := bufio.NewWriterSize(out, 64<<10)
-	kind, payload, err := readFrame(br, nil, maxRequestBytes)
-	if err == io.EOF { // an unused spare, closed by the engine
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var open workerOpen
-	if kind != frameOpen || jsonx.Unmarshal(payload, &open) != nil || open.V != workerVersion {
-		return fmt.Errorf("the first request is not an open request of protocol version %d", workerVersion)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	w := &workerServer{conn: conn, bw: bw}
-	if err := w.exec(ctx, open.Stmts); err != nil {
-		return w.answer(err)
-	}
-	// The limit comes after DuckDB started its threads, on top of what the
-	// process then maps, so that it bounds what queries add.
-	if err := limitData(open.DataLimit); err != nil {
-		return w.answer(fmt.Errorf("limiting the query worker's memory: %w", err))
-	}
-	if err := w.answer(nil); err != nil {
-		return err
-	}
-	// Requests are read off the query's goroutine so that the end of the
-	// input interrupts DuckDB.
-	type request struct {
-		kind    byte
-		payload []byte
-	}
-	reqs := make(chan request)
+	w := &workerServer{ctx: ctx, reqs: make(chan workerRequest), bw: bufio.NewWriterSize(out, 64<<10)}
+	// Requests are read off the query's goroutine, so that a cancel or the
+	// end of the input reaches DuckDB while it runs.
 	go func() {
 		defer cancel()
+		br := bufio.NewReaderSize(in, 64<<10)
 		for {
 			kind, payload, err := readFrame(br, nil, maxRequestBytes)
 			if err != nil {
 				return
 			}
-			select {
-			case reqs <- request{kind, payload}:
-			case <-ctx.Done():
-				return
+			if kind == frameCancel {
+				w.cancelQuery()
+				continue
 			}
-			if kind == frameQuery { // nothing follows but the end of the input
-				io.Copy(io.Discard, br)
+			select {
+			case w.reqs <- workerRequest{kind, payload}:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
+	req, ok := w.next()
+	if !ok { // an unused spare, closed by the engine
+		return nil
+	}
+	var open workerOpen
+	if req.kind != frameOpen || jsonx.Unmarshal(req.payload, &open) != nil || open.V != workerVersion {
+		return fmt.Errorf("the first request is not an open request of protocol version %d", workerVersion)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err == nil {
+		w.conn, err = db.Conn(ctx)
+	}
+	if err := w.answer(err); err != nil || w.conn == nil {
+		return err
+	}
+	limited := false
 	for {
-		var req request
-		select {
-		case req = <-reqs:
-		case <-ctx.Done():
+		req, ok := w.next()
+		if !ok {
 			return nil
+		}
+		var stmt workerStatement
+		if err := jsonx.Unmarshal(req.payload, &stmt); err != nil {
+			return fmt.Errorf("a malformed request: %w", err)
 		}
 		switch req.kind {
 		case frameExec:
-			var x workerExec
-			if err := jsonx.Unmarshal(req.payload, &x); err != nil {
-				return fmt.Errorf("a malformed exec request: %w", err)
-			}
-			if err := w.answer(w.exec(ctx, x.Stmts)); err != nil {
+			_, err := w.conn.ExecContext(ctx, stmt.SQL)
+			if err := w.answer(err); err != nil {
 				return err
 			}
 		case frameQuery:
-			var q workerQuery
-			if err := jsonx.Unmarshal(req.payload, &q); err != nil {
-				return fmt.Errorf("a malformed query request: %w", err)
+			if !limited {
+				// The cap comes with the first query, once DuckDB runs with
+				// its threads started and the sandbox set up, on top of what
+				// the process maps then: it bounds what queries add.
+				if _, err := limitData(open.DataLimit); err != nil {
+					return w.answer(fmt.Errorf("limiting the query worker's memory: %w", err))
+				}
+				limited = true
 			}
-			return w.query(ctx, q.SQL)
+			if err := w.query(stmt.SQL); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("an unknown request %q", req.kind)
 		}
 	}
 }
 
-// workerServer runs a worker's requests on its DuckDB connection.
-type workerServer struct {
-	conn *sql.Conn
-	bw   *bufio.Writer
+type workerRequest struct {
+	kind    byte
+	payload []byte
 }
 
-// exec runs set-up statements; an error names the statement.
-func (w *workerServer) exec(ctx context.Context, stmts []string) error {
-	for _, stmt := range stmts {
-		if _, err := w.conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("%s: %v", firstLine(stmt), err)
-		}
+// workerServer runs a worker's requests on its DuckDB connection.
+type workerServer struct {
+	ctx  context.Context // ends with the worker's input
+	reqs chan workerRequest
+	bw   *bufio.Writer
+	conn *sql.Conn
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // of the query being run, if any
+}
+
+// next returns the next request, or false once the input has ended.
+func (w *workerServer) next() (workerRequest, bool) {
+	select {
+	case req := <-w.reqs:
+		return req, true
+	case <-w.ctx.Done():
+		return workerRequest{}, false
 	}
-	return nil
 }
 
 // answer sends the outcome of a request.
@@ -168,13 +165,32 @@ func (w *workerServer) answer(err error) error {
 	return w.bw.Flush()
 }
 
+func (w *workerServer) cancelQuery() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
 // rowsFrameBytes is about how much of a result is sent at once.
 const rowsFrameBytes = 64 << 10
 
 // query runs the statement and streams its columns, its rows in frames of
-// about rowsFrameBytes, and the end (done, or the error that ended it).
-// The engine reads as it needs; the pipe holds the worker back.
-func (w *workerServer) query(ctx context.Context, sqlText string) error {
+// about rowsFrameBytes, and the end: done, or the error that ended it (a
+// cancel is one). The engine reads as it needs; the pipe holds the worker
+// back. Only a failure to write is returned: the engine is gone.
+func (w *workerServer) query(sqlText string) error {
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancel = nil
+		w.mu.Unlock()
+		cancel()
+	}()
 	rows, err := w.conn.QueryContext(ctx, sqlText)
 	if err != nil {
 		return w.answer(err)
@@ -212,6 +228,9 @@ func (w *workerServer) query(ctx context.Context, sqlText string) error {
 				return err
 			}
 			batch = batch[:0]
+		}
+		if ctx.Err() != nil {
+			return w.answer(ctx.Err())
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -174,3 +174,52 @@ func TestBlowUpChild(t *testing.T) {
 	fmt.Fprintf(w, "blowup: %s\n", line)
 	w.Flush()
 }
+
+// TestRunawayQueryDoesNotStarveOthers is the server's case: engines that
+// share a gate, one query that DuckDB cannot interrupt and that would take
+// all the memory it could get, and ordinary queries beside it. The
+// ordinary ones keep answering at once, the runaway ends by its timeout or
+// its memory cap, and the engine goes on.
+func TestRunawayQueryDoesNotStarveOthers(t *testing.T) {
+	gate := NewGate(2, 8)
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 2)}}, catalog.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	cfg := Config{Positional: true, Limits: LimitsFrom(snap.Options), Gate: gate}
+	cfg.Limits.MemoryLimit, cfg.Limits.Threads = blowUpMemory, 1
+	runaway, normal := New(snap, parser, cfg), New(snap, parser, cfg)
+	defer runaway.Close()
+	defer normal.Close()
+	const timeout = 3 * time.Second
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := runaway.Query(context.Background(), "SELECT length(lpad('x', 2000000000, 'y'))", QueryOptions{Timeout: timeout})
+		done <- err
+	}()
+	var slowest time.Duration
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		res, err := normal.Query(context.Background(), "SELECT count(*) FROM steps", QueryOptions{Timeout: 10 * time.Second})
+		if err != nil || len(res.Rows) != 1 {
+			t.Fatalf("ordinary query %d beside the runaway: %v", i, err)
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	if slowest > 2*time.Second {
+		t.Errorf("the slowest ordinary query beside the runaway took %v", slowest)
+	}
+	err = <-done
+	if d := time.Since(start); d > timeout+blowUpSlack {
+		t.Errorf("the runaway ended after %v, timeout %v", d, timeout)
+	}
+	var qe *QueryError
+	if !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &qe) && qe.Kind == KindResources) {
+		t.Fatalf("the runaway ended with %v, want its timeout or an out-of-memory error", err)
+	}
+	if _, err := runaway.Query(context.Background(), "SELECT count(*) FROM runs", QueryOptions{}); err != nil {
+		t.Fatalf("the engine after its runaway query: %v", err)
+	}
+}

@@ -215,6 +215,7 @@ func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) 
 // max_concurrent_sources at a time. Any error fails the query: a source that
 // is ready in the Snapshot is never silently dropped (spec §8).
 func (e *Engine) resolve(ctx context.Context, p *plan) error {
+	ctx = documentBudget(ctx, e.snap.Options)
 	type job struct {
 		rel string
 		rp  *relPlan

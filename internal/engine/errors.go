@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // ErrorKind classifies a DuckDB failure of a validated statement.
@@ -42,9 +44,14 @@ func (e *QueryError) Error() string {
 	return e.Err.Error()
 }
 
-// classify wraps a DuckDB error of the user's statement, run under limits;
-// other errors pass through.
+// classify wraps a DuckDB error of the user's statement, run under limits,
+// and a document too large for the query's budget; other errors pass
+// through.
 func classify(err error, l Limits) error {
+	var be *format.BudgetError
+	if errors.As(err, &be) {
+		return &QueryError{Kind: KindResources, Err: err}
+	}
 	var de *duckdb.Error
 	if !errors.As(err, &de) {
 		return err

@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ type blowUpResult struct {
 	Elapsed   time.Duration // the blow-up query
 	After     string        // error of a normal query run afterwards ("" = it ran)
 	EngineRSS int64         // peak RSS of the engine's process (bytes)
-	WorkerRSS int64         // peak RSS of its largest worker (bytes)
+	WorkerRSS int64         // peak RSS of its largest worker (bytes), sampled
 }
 
 // TestBlowUpsStayWithinLimits runs each catalogue query in a child process
@@ -85,18 +86,7 @@ func TestBlowUpsStayWithinLimits(t *testing.T) {
 			continue
 		}
 		t.Run(b.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBlowUpChild$")
-			cmd.Env = append(os.Environ(), blowUpEnv+"="+b.name)
-			out, err := cmd.CombinedOutput()
-			var res blowUpResult
-			for _, line := range strings.Split(string(out), "\n") {
-				if s, ok := strings.CutPrefix(line, "blowup: "); ok {
-					err = json.Unmarshal([]byte(s), &res)
-				}
-			}
-			if err != nil || res.Outcome == "" {
-				t.Fatalf("child: %v\n%s", err, out)
-			}
+			res := runChild(t, "TestBlowUpChild", blowUpEnv+"="+b.name)
 			t.Logf("| `%s` | %s | %.2f s | %d MB | %d MB |", b.name, res.Outcome, res.Elapsed.Seconds(), res.WorkerRSS>>20, res.EngineRSS>>20)
 			if res.Outcome != "memory" && res.Outcome != "timeout" {
 				t.Errorf("ended with %s (%s), want an out-of-memory error or the timeout", res.Outcome, res.Message)
@@ -144,35 +134,110 @@ func TestBlowUpChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res blowUpResult
+	stop := watchChildren()
 	start := time.Now()
 	_, err := e.Query(context.Background(), sqlText, QueryOptions{})
 	res.Elapsed = time.Since(start)
-	var qe *QueryError
-	switch {
-	case err == nil:
-		res.Outcome = "ok"
-	case errors.Is(err, context.DeadlineExceeded):
-		res.Outcome = "timeout"
-	case errors.As(err, &qe) && qe.Kind == KindResources:
-		res.Outcome = "memory"
-	default:
-		res.Outcome = "error"
-	}
+	res.Outcome = outcome(err)
 	if err != nil {
 		res.Message = err.Error()
 	}
 	if _, err := e.Query(context.Background(), "SELECT count(*) FROM runs", QueryOptions{Timeout: time.Minute}); err != nil {
 		res.After = err.Error()
 	}
-	e.Close() // reaps the workers, so that their usage is counted
-	var self, children syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	res.EngineRSS, res.WorkerRSS = self.Maxrss<<10, children.Maxrss<<10
+	e.Close()
+	res.WorkerRSS, res.EngineRSS = stop(), peakRSS("self")
+	report(res)
+}
+
+// runChild runs one child test of the test binary with env and returns
+// the blowUpResult it reports.
+func runChild(t *testing.T, test string, env ...string) blowUpResult {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var res blowUpResult
+	for _, line := range strings.Split(string(out), "\n") {
+		if s, ok := strings.CutPrefix(line, "limits: "); ok {
+			err = json.Unmarshal([]byte(s), &res)
+		}
+	}
+	if err != nil || res.Outcome == "" {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	return res
+}
+
+// report prints res for runChild.
+func report(res blowUpResult) {
 	line, _ := json.Marshal(res)
 	w := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(w, "blowup: %s\n", line)
+	fmt.Fprintf(w, "limits: %s\n", line)
 	w.Flush()
+}
+
+// Peak RSS is read from /proc (VmHWM), not getrusage: a process started
+// with fork and exec inherits its parent's peak in ru_maxrss.
+
+// peakRSS returns the peak RSS of the process with /proc entry dir
+// ("self" or a pid), 0 if it is gone.
+func peakRSS(dir string) int64 {
+	status, err := os.ReadFile("/proc/" + dir + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// watchChildren samples the peak RSS of this process's children (the
+// workers) every 2 ms until stop, which returns the largest seen: a worker
+// killed between two samples may have grown for up to 2 ms more.
+func watchChildren() (stop func() int64) {
+	done := make(chan struct{})
+	result := make(chan int64)
+	go func() {
+		var peak int64
+		for {
+			tasks, _ := filepath.Glob("/proc/self/task/*/children")
+			for _, task := range tasks {
+				pids, _ := os.ReadFile(task)
+				for _, pid := range strings.Fields(string(pids)) {
+					peak = max(peak, peakRSS(pid))
+				}
+			}
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-result
+	}
+}
+
+// outcome names how a query ended.
+func outcome(err error) string {
+	var qe *QueryError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &qe) && qe.Kind == KindResources:
+		return "memory"
+	}
+	return "error"
 }
 
 // TestRunawayQueryDoesNotStarveOthers is the server's case: engines that
@@ -222,4 +287,80 @@ func TestRunawayQueryDoesNotStarveOthers(t *testing.T) {
 	if _, err := runaway.Query(context.Background(), "SELECT count(*) FROM runs", QueryOptions{}); err != nil {
 		t.Fatalf("the engine after its runaway query: %v", err)
 	}
+}
+
+const documentsEnv = "PCHRONICLE_TEST_DOCUMENTS"
+
+// blowUpEngineBase is about what the engine's test process holds before it
+// normalizes anything (the test binary, DuckDB's parser).
+const blowUpEngineBase = 160 << 20
+
+// TestDocumentsStayWithinTheirBudget normalizes four files that are read
+// whole in one query, in a child process — single-document JSON files, and
+// JSONL files of one long line — : under a budget for one of them at a
+// time they are normalized one after another and the engine's peak RSS
+// stays within the budget (it reached about 520 MB without one); under a
+// budget smaller than one file, the query fails at once, naming the file
+// and the option, having read nothing.
+func TestDocumentsStayWithinTheirBudget(t *testing.T) {
+	msg := `{"role":"user","content":"` + strings.Repeat("x", 2000) + `"},`
+	doc := `{"messages":[` + strings.Repeat(msg, 16000) + `{"role":"assistant","content":"done"}]}`
+	one := int64(len(doc)) * 6 // what one file counts for (format.documentCharge)
+	for _, ext := range []string{"json", "jsonl"} {
+		root := t.TempDir()
+		for i := range 4 {
+			if err := os.WriteFile(fmt.Sprintf("%s/d%d.%s", root, i, ext), []byte(doc+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			name    string
+			budget  int64
+			want    string
+			rssOver int64 // what the engine may hold beyond blowUpEngineBase
+		}{
+			{"one at a time", one * 3 / 2, "ok", one * 3 / 2},
+			{"none fits", one / 2, "memory", 32 << 20},
+		} {
+			t.Run(ext+" "+c.name, func(t *testing.T) {
+				res := runChild(t, "TestDocumentsChild", fmt.Sprintf("%s=%s|%d", documentsEnv, root, c.budget))
+				t.Logf("budget %d MB: %s in %.2f s, engine peak RSS %d MB", c.budget>>20, res.Outcome, res.Elapsed.Seconds(), res.EngineRSS>>20)
+				if res.Outcome != c.want {
+					t.Fatalf("ended with %s (%s), want %s", res.Outcome, res.Message, c.want)
+				}
+				if c.want == "memory" && (!strings.Contains(res.Message, "--max-document-memory") || !strings.Contains(res.Message, "d0."+ext)) {
+					t.Errorf("the error does not name the file and --max-document-memory: %s", res.Message)
+				}
+				if res.EngineRSS > blowUpEngineBase+c.rssOver {
+					t.Errorf("the engine's peak RSS was %d MB, bound %d MB", res.EngineRSS>>20, (blowUpEngineBase+c.rssOver)>>20)
+				}
+			})
+		}
+	}
+}
+
+// TestDocumentsChild is TestDocumentsStayWithinTheirBudget's child.
+func TestDocumentsChild(t *testing.T) {
+	arg := os.Getenv(documentsEnv)
+	if arg == "" {
+		t.Skip("run by TestDocumentsStayWithinTheirBudget")
+	}
+	root, budget, _ := strings.Cut(arg, "|")
+	opts := catalog.DefaultOptions()
+	if err := opts.Set("max_document_memory", budget); err != nil {
+		t.Fatal(err)
+	}
+	_, e := open(t, root, opts)
+	start := time.Now()
+	res, err := e.Query(context.Background(), "SELECT count(*) FROM steps", QueryOptions{})
+	out := blowUpResult{Elapsed: time.Since(start), Outcome: outcome(err)}
+	switch {
+	case err != nil:
+		out.Message = err.Error()
+	case fmt.Sprint(res.Rows) != "[[64004]]":
+		out.Outcome, out.Message = "error", fmt.Sprintf("%v steps, want 64004", res.Rows)
+	}
+	e.Close()
+	out.EngineRSS = peakRSS("self")
+	report(out)
 }

@@ -112,7 +112,7 @@ func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalo
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	res, err := src.Resolve(ctx, model.RelRuns)
+	res, err := src.Resolve(documentBudget(ctx, r.snap.Options), model.RelRuns)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}

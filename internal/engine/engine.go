@@ -217,6 +217,7 @@ func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) 
 // max_concurrent_sources at a time. Any error fails the query: a source that
 // is ready in the Snapshot is never silently dropped (docs/cli.md, --errors).
 func (e *Engine) resolve(ctx context.Context, p *plan) error {
+	ctx = documentBudget(ctx, e.snap.Options)
 	type job struct {
 		rel string
 		rp  *relPlan

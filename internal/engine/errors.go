@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // ErrorKind classifies a DuckDB failure of a validated statement.
@@ -42,9 +44,14 @@ func (e *QueryError) Error() string {
 	return e.Err.Error()
 }
 
-// classify wraps a DuckDB error of the user's statement, run under limits;
-// other errors pass through.
+// classify wraps a DuckDB error of the user's statement, run under limits,
+// and a document too large for the query's budget; other errors pass
+// through.
 func classify(err error, l Limits) error {
+	var be *format.BudgetError
+	if errors.As(err, &be) {
+		return &QueryError{Kind: KindResources, Err: err}
+	}
 	var de *duckdb.Error
 	if !errors.As(err, &de) {
 		return err
@@ -52,11 +59,7 @@ func classify(err error, l Limits) error {
 	switch de.Type {
 	case duckdb.ErrorTypeOutOfMemory:
 		what, _, _ := strings.Cut(de.Msg, "\n") // DuckDB's own advice follows
-		threads := fmt.Sprint(l.Threads)
-		if l.Threads <= 0 {
-			threads = fmt.Sprintf("0, i.e. %d", runtime.NumCPU())
-		}
-		hint := fmt.Sprintf("raise memory_limit (--memory-limit, now %s) or lower threads (--threads, now %s)", l.MemoryLimit, threads)
+		hint := memoryHint(l)
 		if strings.Contains(de.Msg, "max_temp_directory_size") {
 			hint = fmt.Sprintf("the query needs more spill space than max_spill_bytes (--max-spill-bytes, now %s) allows: raise it, or memory_limit (--memory-limit, now %s)",
 				l.MaxSpillBytes, l.MemoryLimit)
@@ -70,4 +73,14 @@ func classify(err error, l Limits) error {
 		return &QueryError{Kind: KindStatement, Err: err}
 	}
 	return &QueryError{Kind: KindInternal, Err: err}
+}
+
+// memoryHint names the options that bound a query's memory, for every
+// out-of-memory error: DuckDB's, and a worker's that died of it.
+func memoryHint(l Limits) string {
+	threads := fmt.Sprint(l.Threads)
+	if l.Threads <= 0 {
+		threads = fmt.Sprintf("0, i.e. %d", runtime.NumCPU())
+	}
+	return fmt.Sprintf("raise memory_limit (--memory-limit, now %s) or lower threads (--threads, now %s)", l.MemoryLimit, threads)
 }

@@ -61,10 +61,7 @@ func (e *Engine) abandon(p *pending) {
 // row relations are views with the given bodies (an empty typed scan where
 // views has none).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
+	db := openWorkerDB(limits) // DuckDB runs in a process of its own (worker.go)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()

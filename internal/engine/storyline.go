@@ -120,7 +120,7 @@ func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalo
 	// The source's own files, all three relations in one resolution:
 	// reading one source out of a large shared batch would scan every
 	// other source's rows too.
-	rels, err := src.ResolveSolo(ctx, model.RelRuns, model.RelSteps, model.RelToolCalls)
+	rels, err := src.ResolveSolo(documentBudget(ctx, r.snap.Options), model.RelRuns, model.RelSteps, model.RelToolCalls)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,26 +14,52 @@ import (
 // layout is decoded whole, unlike line-oriented files.
 const MaxDocumentBytes = 1 << 30
 
-// ReadDocument reads a whole single-document file and checks that it is
-// valid JSON, returning it without a UTF-8 byte-order mark or surrounding
-// space. what names the format in errors ("openhands trajectory"); a syntax
-// error is located by line and column (DocumentError).
-func ReadDocument(r io.Reader, src Source, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, Errorf(src, 0, "", "read: %w", err)
+// ReadWhole reads the rest of a single-document file into memory, in one
+// buffer of the file's size (Source.Size, when known) and within the
+// document budget of ctx (WithDocumentBudget), which it holds until
+// release is called: when the caller is done with the document and what it
+// decoded from it. what names the format in errors ("atif").
+func ReadWhole(ctx context.Context, r io.Reader, src Source, what string) (data []byte, release func(), err error) {
+	if src.Size > MaxDocumentBytes {
+		return nil, nil, Errorf(src, 0, "", "%s: document larger than %d bytes", what, MaxDocumentBytes)
 	}
-	if len(data) > MaxDocumentBytes {
-		return nil, Errorf(src, 0, "", "%s: document larger than %d bytes", what, MaxDocumentBytes)
+	release, err = hold(ctx, src, src.Size)
+	if err != nil {
+		return nil, nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, src.Size+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(r, MaxDocumentBytes+1))
+	switch {
+	case err != nil:
+		err = Errorf(src, 0, "", "%s: read: %w", what, err)
+	case buf.Len() > MaxDocumentBytes:
+		err = Errorf(src, 0, "", "%s: document larger than %d bytes", what, MaxDocumentBytes)
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return buf.Bytes(), release, nil
+}
+
+// ReadDocument reads a whole single-document file (ReadWhole) and checks
+// that it is valid JSON, returning it without a UTF-8 byte-order mark or
+// surrounding space. A syntax error is located by line and column
+// (DocumentError).
+func ReadDocument(ctx context.Context, r io.Reader, src Source, what string) (data []byte, release func(), err error) {
+	data, release, err = ReadWhole(ctx, r, src, what)
+	if err != nil {
+		return nil, nil, err
 	}
 	data = bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	if !jsonx.Valid(data) {
+		release()
 		var v json.RawMessage
 		err := jsonx.Unmarshal(data, &v)
 		if err == nil {
 			err = fmt.Errorf("invalid JSON")
 		}
-		return nil, DocumentError(src, data, what, err)
+		return nil, nil, DocumentError(src, data, what, err)
 	}
-	return data, nil
+	return data, release, nil
 }

@@ -41,6 +41,10 @@ type Source struct {
 	Path string
 	// File is the value written to the _file_ column.
 	File string
+	// Size is the file's size in bytes when known (0: unknown), so that a
+	// document read whole is read into one buffer of that size and counted
+	// against its budget before it is read (ReadWhole).
+	Size int64
 }
 
 // Emit receives each normalized Storyline. The Storyline is owned by the

@@ -53,15 +53,30 @@ func EachTextLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line [
 	})
 }
 
-// eachLine calls fn for every line of r, with its line ending.
+// eachLine calls fn for every line of r, with its line ending. A line
+// longer than the read buffer is read whole, counted against the document
+// budget of ctx until fn is done with it.
 func eachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byte) error) error {
 	br, release := Buffered(r)
 	defer release()
 	var long []byte
+	var held *LineHold
+	defer func() { held.Release() }()
 	var lineNo int64
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			if held == nil {
+				var herr error
+				if held, herr = HoldLine(ctx); herr != nil {
+					return herr
+				}
+			}
+			if held != nil {
+				if herr := held.To(ctx, lineNo+1, int64(len(long)+len(chunk))); herr != nil {
+					return herr
+				}
+			}
 			long = append(long, chunk...)
 			continue
 		}
@@ -82,6 +97,8 @@ func eachLine(ctx context.Context, r io.Reader, fn func(lineNo int64, line []byt
 			}
 		}
 		long = nil
+		held.Release()
+		held = nil
 		if err == io.EOF {
 			return nil
 		}

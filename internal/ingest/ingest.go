@@ -178,7 +178,7 @@ func NormalizeFile(ctx context.Context, path, file string, opts Options, emit fo
 	if opts.MaxFileBytes > 0 && st.Size() > opts.MaxFileBytes {
 		return Detection{}, fmt.Errorf("%s: %d bytes exceeds max_file_bytes (%d)", path, st.Size(), opts.MaxFileBytes)
 	}
-	src := format.Source{Path: path, File: file}
+	src := format.Source{Path: path, File: file, Size: st.Size()}
 	det, err := normalizeOpen(ctx, f, st.Size(), src, opts, emit)
 	if err != nil {
 		return det, err

@@ -33,6 +33,15 @@ type chunk struct {
 	recs  []record
 	err   error // the first failing line's error; recs holds the lines before it
 	done  chan struct{}
+	// hold counts a chunk extended by a line longer than the read buffer
+	// against the query's document budget until it is emitted, as
+	// format.EachLine counts such a line.
+	hold *format.LineHold
+}
+
+func (c *chunk) release() {
+	c.hold.Release()
+	c.hold = nil
 }
 
 type record struct {
@@ -87,31 +96,40 @@ func normalizeLines(ctx context.Context, r io.Reader, src format.Source, rec for
 	defer func() {
 		cancel() // stops the reader and the workers, then waits for them
 		wg.Wait()
+		for c := range order {
+			c.release()
+		}
 	}()
 	for c := range order {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := c.emit(ctx, rec, emit); err != nil {
+			return err
 		}
-		for _, rc := range c.recs {
-			if rc.sl == nil {
-				continue
-			}
-			rec.Finish(rc.sl, rc.id)
-			if err := emit(rc.sl); err != nil {
-				return err
-			}
-		}
-		if c.err != nil {
-			return c.err
-		}
-		c.recs, c.data = nil, nil
 	}
 	if readErr != nil {
 		return readErr
 	}
 	return ctx.Err()
+}
+
+// emit waits for the chunk to be normalized and emits its Storylines.
+func (c *chunk) emit(ctx context.Context, rec format.RecordNormalizer, emit format.Emit) error {
+	defer c.release()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, rc := range c.recs {
+		if rc.sl == nil {
+			continue
+		}
+		rec.Finish(rc.sl, rc.id)
+		if err := emit(rc.sl); err != nil {
+			return err
+		}
+	}
+	c.recs, c.data = nil, nil
+	return c.err
 }
 
 // normalize runs rec over the chunk's non-blank lines, trimmed and
@@ -153,11 +171,11 @@ func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error 
 		data := make([]byte, chunkBytes)
 		n, err := io.ReadFull(br, data)
 		data = data[:n]
-		if err == nil { // extend to the end of the last line
-			rest, rerr := br.ReadBytes('\n')
-			data = append(data, rest...)
-			if rerr != nil && rerr != io.EOF {
-				return rerr
+		c := &chunk{first: next, done: make(chan struct{})}
+		if err == nil {
+			if data, err = c.extend(ctx, br, data); err != nil {
+				c.release()
+				return err
 			}
 		} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return err
@@ -165,10 +183,38 @@ func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error 
 		if len(data) == 0 {
 			return nil
 		}
-		c := &chunk{data: data, first: next, done: make(chan struct{})}
+		c.data = data
 		next += int64(bytes.Count(data, []byte{'\n'}))
 		if !send(c) {
+			c.release()
 			return ctx.Err()
+		}
+	}
+}
+
+// extend reads on to the end of the last line of data. A line that goes on
+// past the read buffer is counted against the document budget as it grows.
+func (c *chunk) extend(ctx context.Context, br *bufio.Reader, data []byte) ([]byte, error) {
+	for {
+		rest, err := br.ReadSlice('\n')
+		data = append(data, rest...)
+		if err != bufio.ErrBufferFull {
+			if err != nil && err != io.EOF {
+				return data, err
+			}
+			return data, nil
+		}
+		if c.hold == nil {
+			if c.hold, err = format.HoldLine(ctx); err != nil {
+				return data, err
+			}
+			if c.hold == nil {
+				continue // no budget
+			}
+		}
+		line := c.first + int64(bytes.Count(data, []byte{'\n'}))
+		if err := c.hold.To(ctx, line, int64(len(data))); err != nil {
+			return data, err
 		}
 	}
 }

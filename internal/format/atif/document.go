@@ -20,10 +20,11 @@ const (
 // normalizeDocument reads one ATIF JSON document: the root Storyline, then
 // its embedded subagents depth-first in document order.
 func normalizeDocument(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	data, err := io.ReadAll(r)
+	data, release, err := format.ReadWhole(ctx, r, src, "atif")
 	if err != nil {
-		return format.Errorf(src, 0, "", "atif: read: %w", err)
+		return err
 	}
+	defer release()
 	var m object
 	if err := jsonx.Unmarshal(data, &m); err != nil {
 		return format.DocumentError(src, data, "atif", err)

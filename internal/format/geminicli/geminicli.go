@@ -22,9 +22,6 @@ const (
 	LayoutJSONL = "jsonl" // a metadata line, then records
 )
 
-// maxDocumentBytes bounds the document layout, which is read whole.
-const maxDocumentBytes = 1 << 30
-
 type adapter struct{}
 
 // New returns the Gemini CLI adapter.
@@ -55,13 +52,11 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	var s *session
 	switch layout {
 	case LayoutJSON:
-		data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+		data, release, err := format.ReadWhole(ctx, r, src, "gemini-cli")
 		if err != nil {
-			return format.Errorf(src, 0, "", "read: %w", err)
+			return err
 		}
-		if len(data) > maxDocumentBytes {
-			return format.Errorf(src, 0, "", "gemini-cli: document larger than %d bytes", maxDocumentBytes)
-		}
+		defer release()
 		if !jsonx.Valid(data) {
 			var v jsonx.RawMessage
 			return format.DocumentError(src, data, "gemini-cli", jsonx.Unmarshal(data, &v))

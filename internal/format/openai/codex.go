@@ -67,10 +67,11 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	env, err := decodeRolloutLine(first)
 	if err != nil || env.Type == "" {
 		// Not a rollout line: the legacy document, possibly pretty-printed.
-		top, err := readDocument(io.MultiReader(bytes.NewReader(first), br), src)
+		top, release, err := readDocument(ctx, io.MultiReader(bytes.NewReader(first), br), src)
 		if err != nil {
 			return err
 		}
+		defer release()
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{}}

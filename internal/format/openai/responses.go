@@ -206,13 +206,11 @@ func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.Raw
 // one per line, or a whole response object {object:"response", output,
 // usage}. The file is one Storyline.
 func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	data, release, err := format.ReadWhole(ctx, r, src, "openai")
 	if err != nil {
-		return format.Errorf(src, 0, "", "read: %w", err)
+		return err
 	}
-	if len(data) > maxDocumentBytes {
-		return format.Errorf(src, 0, "", "document larger than %d bytes", maxDocumentBytes)
-	}
+	defer release()
 	b := newBuilder(layoutResponses, loc{})
 	id := fileID(src)
 	b.sl.Run.RunID, b.sl.Run.SessionID = id, id

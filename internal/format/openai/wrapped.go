@@ -11,26 +11,22 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// maxDocumentBytes bounds a single-document layout read into memory.
-const maxDocumentBytes = 1 << 30
-
-// readDocument reads a whole single-document file as a JSON object.
-func readDocument(r io.Reader, src format.Source) (map[string]jsonx.RawMessage, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+// readDocument reads a whole single-document file as a JSON object, held
+// against the document budget until release (format.ReadWhole).
+func readDocument(ctx context.Context, r io.Reader, src format.Source) (top map[string]jsonx.RawMessage, release func(), err error) {
+	data, release, err := format.ReadWhole(ctx, r, src, "openai")
 	if err != nil {
-		return nil, format.Errorf(src, 0, "", "read: %w", err)
+		return nil, nil, err
 	}
-	if len(data) > maxDocumentBytes {
-		return nil, format.Errorf(src, 0, "", "document larger than %d bytes", maxDocumentBytes)
-	}
-	top, err := decodeObject(data)
+	top, err = decodeObject(data)
 	if err != nil {
+		release()
 		if !jsonx.Valid(data) {
-			return nil, format.DocumentError(src, data, "openai", err)
+			return nil, nil, format.DocumentError(src, data, "openai", err)
 		}
-		return nil, format.Errorf(src, 0, "", "%w", err)
+		return nil, nil, format.Errorf(src, 0, "", "%w", err)
 	}
-	return top, nil
+	return top, release, nil
 }
 
 // fileID names a single-document Storyline without an id of its own: the
@@ -53,10 +49,11 @@ var wrappedIDKeys = []string{"instance_id", "task_id", "session_id", "conversati
 // such as "openai-chat" exports. (SWE-agent and mini-swe-agent files have
 // their own adapter, internal/format/sweagent.)
 func normalizeWrapped(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	top, err := readDocument(r, src)
+	top, release, err := readDocument(ctx, r, src)
 	if err != nil {
 		return err
 	}
+	defer release()
 	b := newBuilder(layoutWrapped, loc{})
 	idKey, id := firstString(top, wrappedIDKeys...)
 	if id == "" {

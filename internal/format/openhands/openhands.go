@@ -120,10 +120,11 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		b.loc.line = 0
 		return emit(b.finish())
 	case LayoutJSON:
-		data, err := format.ReadDocument(r, src, "openhands trajectory")
+		data, release, err := format.ReadDocument(ctx, r, src, "openhands trajectory")
 		if err != nil {
 			return err
 		}
+		defer release()
 		b := newBuilder(src, LayoutJSON, loc{})
 		if elems, ok := format.SplitArray(data); ok {
 			b.identity(ids, "", fileID(src))

@@ -91,10 +91,11 @@ func miniLayout(o *format.Obj) string {
 // Normalize reads the whole document (these files are single JSON objects)
 // and emits one Storyline, or one per retry attempt.
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
-	data, err := format.ReadDocument(r, src, "swe-agent trajectory")
+	data, release, err := format.ReadDocument(ctx, r, src, "swe-agent trajectory")
 	if err != nil {
 		return err
 	}
+	defer release()
 	top := format.SplitObject(data)
 	if top == nil {
 		return format.Errorf(src, 1, "", "swe-agent trajectory is not a JSON object")

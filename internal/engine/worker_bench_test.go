@@ -57,7 +57,7 @@ const benchAggregate = "SELECT count(*), count(DISTINCT session_id), sum(length(
 func BenchmarkQueryBackToBack(b *testing.B) { benchQueries(b, benchAggregate, 0) }
 func BenchmarkQueryPaced(b *testing.B)      { benchQueries(b, benchAggregate, 100*time.Millisecond) }
 func BenchmarkQueryMillionRows(b *testing.B) {
-	benchQueries(b, "SELECT i, 'row ' || i AS s, i * 0.5 AS f FROM (SELECT unnest(range(1000000)) AS i)", 0)
+	benchQueries(b, millionRows, 0)
 }
 
 func benchQueries(b *testing.B, sqlText string, gap time.Duration) {
@@ -89,4 +89,45 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+}
+
+// The rows of a million-row result scanned through a worker and from the
+// same DuckDB in process: what streaming a result over the pipe costs.
+const millionRows = "SELECT i, 'row ' || i AS s, i * 0.5 AS f FROM (SELECT unnest(range(1000000)) AS i)"
+
+func BenchmarkScanWorker(b *testing.B) {
+	benchScan(b, openWorkerDB(testConfig(true).Limits))
+}
+
+func BenchmarkScanInProcess(b *testing.B) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchScan(b, db)
+}
+
+func benchScan(b *testing.B, db *sql.DB) {
+	defer db.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		rows, err := db.QueryContext(ctx, millionRows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var i int64
+		var s string
+		var f float64
+		n := 0
+		for rows.Next() {
+			if err := rows.Scan(&i, &s, &f); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil || n != 1000000 {
+			b.Fatalf("%d rows, %v", n, err)
+		}
+		rows.Close()
+	}
 }

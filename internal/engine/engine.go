@@ -49,6 +49,9 @@ type Engine struct {
 	// plans caches their resolved plans (see planFor).
 	analyses map[string]*query.Analysis
 	plans    map[*query.Analysis]*plan
+	// recent are the texts of the latest queries planned without a
+	// restriction, oldest first (Warm).
+	recent []string
 }
 
 // Config sets up an Engine.
@@ -111,6 +114,55 @@ func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, 
 	e.analyses[sqlText] = an
 	e.mu.Unlock()
 	return an, nil
+}
+
+// maxRecent bounds Engine.recent.
+const maxRecent = 4
+
+// remember records sqlText as the latest query planned.
+func (e *Engine) remember(sqlText string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.recent = slices.DeleteFunc(e.recent, func(t string) bool { return t == sqlText })
+	if len(e.recent) == maxRecent {
+		e.recent = e.recent[1:]
+	}
+	e.recent = append(e.recent, sqlText)
+}
+
+// Recent returns the texts of the engine's latest queries, oldest first.
+func (e *Engine) Recent() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.recent)
+}
+
+// Warm plans texts on this engine — resolving their sources in its
+// Snapshot, which carries over what did not change — and leaves an
+// instance idle with the views of the last of them, so that an engine
+// published after a refresh answers the queries its predecessor was
+// answering as fast as its predecessor did, with nothing left to set up. A
+// text that fails here is left for its query to report.
+func (e *Engine) Warm(ctx context.Context, texts []string) {
+	var last *plan
+	for _, t := range texts {
+		an, err := e.analyze(ctx, t)
+		if err != nil {
+			continue
+		}
+		p, err := e.planFor(ctx, an, nil)
+		if err != nil {
+			continue
+		}
+		e.remember(t)
+		last = p
+	}
+	if last == nil {
+		return
+	}
+	if inst, err := e.open(ctx, last, e.cfg.Limits); err == nil {
+		e.release(inst, true)
+	}
 }
 
 // planFor prunes and resolves the sources of an analysis. A plan whose

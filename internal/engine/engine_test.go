@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +372,46 @@ func TestPreparedInstanceMatchesItsQuery(t *testing.T) {
 // testConfig is an Engine configuration with the default limits.
 func testConfig(positional bool) Config {
 	return Config{Positional: positional, Limits: LimitsFrom(catalog.DefaultOptions())}
+}
+
+// TestWarmPreparesThePredecessorsQueries: an engine warmed with another's
+// recent queries (as a refresh does before it publishes) has resolved their
+// sources and keeps an instance with the latest one's views, so that query
+// then resolves nothing and runs no view set-up, with the same rows.
+func TestWarmPreparesThePredecessorsQueries(t *testing.T) {
+	root := fixture(t, 6)
+	_, old := open(t, root, catalog.DefaultOptions())
+	const count = "SELECT count(*) FROM tool_calls"
+	const wide = "SELECT _file_, count(*) AS n FROM steps GROUP BY ALL ORDER BY ALL"
+	mustQuery(t, old, count)
+	want := mustQuery(t, old, wide)
+	mustQuery(t, old, count) // the latest again
+	if got := old.Recent(); !slices.Equal(got, []string{wide, count}) {
+		t.Fatalf("recent queries %q, want %q", got, []string{wide, count})
+	}
+
+	snap, e := open(t, root, catalog.DefaultOptions())
+	e.Warm(context.Background(), append(old.Recent(), "SELECT nothing FROM nowhere"))
+	resolved := snap.Resolves()
+	if resolved == 0 {
+		t.Fatal("warming resolved no source")
+	}
+	an, err := e.analyze(context.Background(), count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	p := e.plans[an]
+	idle := slices.Clone(e.idle)
+	e.mu.Unlock()
+	if p == nil || len(idle) != 1 || !maps.Equal(idle[0].views, p.views) {
+		t.Fatalf("after warming: plan %v, %d idle instances; want the latest query's plan and one instance with its views", p != nil, len(idle))
+	}
+	if got := mustQuery(t, e, wide); !reflect.DeepEqual(got.Rows, want.Rows) {
+		t.Fatalf("warmed engine: %v, want %v", got.Rows, want.Rows)
+	}
+	mustQuery(t, e, count)
+	if n := snap.Resolves(); n != resolved {
+		t.Fatalf("the warmed queries resolved %d more sources", n-resolved)
+	}
 }

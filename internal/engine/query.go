@@ -131,6 +131,9 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 	if err != nil {
 		return nil, err
 	}
+	if opts.Restrict == nil {
+		e.remember(sqlText)
+	}
 	release, err := e.cfg.Gate.acquire(ctx)
 	if err != nil {
 		return nil, err

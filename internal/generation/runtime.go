@@ -203,7 +203,12 @@ func (r *Runtime) buildAndPublish(ctx context.Context, trigger string, force boo
 		return rep, nil
 	}
 	g := build(snap, r.cfg.Parser, engine.Config{Positional: r.cfg.Positional, Limits: r.cfg.Limits, Gate: r.cfg.Gate}, r.seq.Add(1))
-	// Complete before it is published: its first query's instance is open.
+	// Complete before it is published: the queries its predecessor was
+	// answering are planned (their sources resolved) with an instance set
+	// up for the latest, and its first query's instance is open.
+	if prev != nil {
+		g.engine.Warm(ctx, prev.engine.Recent())
+	}
 	g.engine.WaitPrepared(ctx)
 	r.mu.Lock()
 	if r.closed {

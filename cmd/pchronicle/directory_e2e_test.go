@@ -716,6 +716,11 @@ dataset = "bob_local"
 	if job.Request.Method != "GET" || job.Request.Path != "/api/runs" || job.Request.Query != "limit=50" {
 		t.Errorf("the job's request is %+v", job.Request)
 	}
+	// The normalization cache would hold every other user's rows.
+	var opts struct{ Catalog map[string]string }
+	if err := json.Unmarshal(job.Options, &opts); err != nil || opts.Catalog["no_cache"] != "true" || opts.Catalog["cache_dir"] != "" {
+		t.Errorf("the worker may use a normalization cache: options %s (%v)", job.Options, err)
+	}
 	for _, s := range append(append(bobs, userKeys...), parentSecrets...) {
 		if bytes.Contains(stdin, []byte(s)) {
 			t.Errorf("the worker's stdin holds %q", s)

@@ -35,6 +35,10 @@ func (sf serveFlags) workerOptions(ds *datasetFlags) (jsonx.RawMessage, error) {
 	for name, v := range ds.options {
 		o.Catalog[name] = *v
 	}
+	// A worker holds only its user's Datasets: a normalization cache shared
+	// by every worker would give each one the normalized rows of every
+	// other user's (docs/directory.md).
+	o.Catalog["cache_dir"], o.Catalog["no_cache"] = "", "true"
 	return json.Marshal(o)
 }
 

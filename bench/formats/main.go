@@ -35,16 +35,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/pchronicle/pchronicle/internal/benchcorpus"
-	"github.com/pchronicle/pchronicle/internal/ingest"
-	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // The two queries every shape runs.
@@ -228,34 +224,11 @@ func runChild(side, corpusDir string, threads int) {
 	}
 }
 
-// normalize runs every file through its adapter with one worker per
-// thread and drops the rows.
+// normalize runs every file through its adapter and drops the rows.
 func normalize(files []string, threads int) {
-	runtime.GOMAXPROCS(threads)
-	var storylines, steps, calls atomic.Int64
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for i := 0; i < threads; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for path := range work {
-				_, err := ingest.NormalizeFile(context.Background(), path, filepath.Base(path), ingest.Options{}, func(sl *model.Storyline) error {
-					storylines.Add(1)
-					steps.Add(int64(len(sl.Steps)))
-					calls.Add(int64(len(sl.ToolCalls)))
-					return nil
-				})
-				check(err)
-			}
-		}()
-	}
-	for _, f := range files {
-		work <- f
-	}
-	close(work)
-	wg.Wait()
-	fmt.Printf("%d Storylines, %d steps, %d tool calls\n", storylines.Load(), steps.Load(), calls.Load())
+	n, err := benchcorpus.Normalize(context.Background(), files, threads)
+	check(err)
+	fmt.Printf("%d Storylines, %d steps, %d tool calls\n", n.Storylines, n.Steps, n.ToolCalls)
 }
 
 // duck runs the nearest read_json equivalent of the count or the wide

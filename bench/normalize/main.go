@@ -17,16 +17,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/pchronicle/pchronicle/internal/benchcorpus"
-	"github.com/pchronicle/pchronicle/internal/ingest"
-	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 type result struct {
@@ -118,30 +114,9 @@ func runChild(side, dir string, threads int) {
 }
 
 func normalize(files []string, threads int) result {
-	runtime.GOMAXPROCS(threads)
-	var storylines, steps atomic.Int64
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for i := 0; i < threads; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for path := range work {
-				_, err := ingest.NormalizeFile(context.Background(), path, filepath.Base(path), ingest.Options{}, func(sl *model.Storyline) error {
-					storylines.Add(1)
-					steps.Add(int64(len(sl.Steps)))
-					return nil
-				})
-				check(err)
-			}
-		}()
-	}
-	for _, f := range files {
-		work <- f
-	}
-	close(work)
-	wg.Wait()
-	return result{Storylines: storylines.Load(), Steps: steps.Load()}
+	n, err := benchcorpus.Normalize(context.Background(), files, threads)
+	check(err)
+	return result{Storylines: n.Storylines, Steps: n.Steps}
 }
 
 // duckRead materializes every file with read_json: the chat files as one

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pchronicle/pchronicle/internal/childproc"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
@@ -40,7 +41,7 @@ type worker struct {
 	stdout    *os.File
 	bw        *bufio.Writer // to stdin, under wmu
 	br        *bufio.Reader
-	stderr    *cappedBuffer
+	stderr    *childproc.CappedBuffer
 	exited    chan struct{} // closed when the process has been reaped
 	limits    Limits
 	dataLimit int64 // what the worker may map beyond its first query (0: unbounded)
@@ -95,35 +96,16 @@ func startWorker(limits Limits) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the query worker: %w", err)
 	}
-	w := &worker{limits: limits, dataLimit: data, stderr: &cappedBuffer{max: 16 << 10}, exited: make(chan struct{})}
+	w := &worker{limits: limits, dataLimit: data, stderr: &childproc.CappedBuffer{Max: 16 << 10}, exited: make(chan struct{})}
 	w.cmd = exec.Command(exe)
 	w.cmd.Env = append(os.Environ(), workerEnv+"="+strconv.Itoa(workerVersion))
 	w.cmd.SysProcAttr = workerAttr()
 	w.cmd.Stderr = w.stderr
-	// Plain pipes: Wait may run (the worker may exit) before the last
-	// frames are read, and must not close them.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	w.cmd.Stdin, w.cmd.Stdout = inR, outW
-	err = w.cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
+	if w.stdin, w.stdout, err = childproc.Start(w.cmd); err != nil {
 		return nil, fmt.Errorf("starting the query worker: %w", err)
 	}
-	w.stdin, w.stdout = inW, outR
-	w.bw = bufio.NewWriterSize(inW, 64<<10)
-	w.br = bufio.NewReaderSize(outR, 64<<10)
+	w.bw = bufio.NewWriterSize(w.stdin, 64<<10)
+	w.br = bufio.NewReaderSize(w.stdout, 64<<10)
 	go func() {
 		w.cmd.Wait()
 		close(w.exited)
@@ -421,28 +403,6 @@ func (r *workerRows) Close() error {
 		r.batch.b = nil
 	}
 	return nil
-}
-
-// cappedBuffer keeps the first max bytes written to it.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - len(c.buf); room > 0 {
-		c.buf = append(c.buf, p[:min(len(p), room)]...)
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.buf)
 }
 
 // capText describes the worker's cap, for messages.

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pchronicle/pchronicle/internal/childproc"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
@@ -67,7 +68,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
-	stderr *cappedBuffer
+	stderr *childproc.CappedBuffer
 	exited chan struct{} // closed when Wait returned
 	werr   error
 }
@@ -83,30 +84,12 @@ func (s *Spawner) start() (*proc, error) {
 	}
 	cmd := exec.Command(s.Path, args...)
 	cmd.Env = Environ(env)
-	p := &proc{cmd: cmd, stderr: &cappedBuffer{max: 64 << 10}, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, stderr: &childproc.CappedBuffer{Max: 64 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	// Plain pipes rather than StdoutPipe: Wait runs as soon as the worker
-	// exits and would close a StdoutPipe before the answer was read.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	inR.Close() // the child's ends
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
+	var err error
+	if p.stdin, p.stdout, err = childproc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start the query worker: %w", err)
 	}
-	p.stdin, p.stdout = inW, outR
 	go func() { p.werr = cmd.Wait(); close(p.exited) }()
 	return p, nil
 }
@@ -471,26 +454,4 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// cappedBuffer keeps the first max bytes written to it.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
 }

@@ -320,11 +320,7 @@ func TestDocumentsStayWithinTheirBudget(t *testing.T) {
 			rssOver int64 // what the engine may hold beyond blowUpEngineBase
 		}{
 			{"one at a time", one * 3 / 2, "ok", one * 3 / 2},
-			// A line is read until it alone would exceed the budget (a
-			// sixth of it here, ~15 MB, doubled by append), beside the
-			// read buffers of the four files opened at once (2 MiB each
-			// for a file read in chunks, internal/ingest/lines.go).
-			{"none fits", one / 2, "memory", 48 << 20},
+			{"none fits", one / 2, "memory", 32 << 20},
 		} {
 			t.Run(ext+" "+c.name, func(t *testing.T) {
 				res := runChild(t, "TestDocumentsChild", fmt.Sprintf("%s=%s|%d", documentsEnv, root, c.budget))

@@ -193,17 +193,30 @@ func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error 
 }
 
 // extend reads on to the end of the last line of data. A line that goes on
-// past the read buffer is counted against the document budget as it grows.
+// past the read buffer is counted against the document budget as it grows,
+// and kept in pieces until it ends, so that one refused by the budget has
+// cost what was read of it and no more.
 func (c *chunk) extend(ctx context.Context, br *bufio.Reader, data []byte) ([]byte, error) {
+	var pieces [][]byte
+	size := len(data)
 	for {
 		rest, err := br.ReadSlice('\n')
-		data = append(data, rest...)
+		size += len(rest)
 		if err != bufio.ErrBufferFull {
 			if err != nil && err != io.EOF {
 				return data, err
 			}
-			return data, nil
+			if pieces == nil {
+				return append(data, rest...), nil
+			}
+			line := make([]byte, 0, size)
+			line = append(line, data...)
+			for _, p := range pieces {
+				line = append(line, p...)
+			}
+			return append(line, rest...), nil
 		}
+		pieces = append(pieces, bytes.Clone(rest)) // rest is the reader's buffer
 		if c.hold == nil {
 			if c.hold, err = format.HoldLine(ctx); err != nil {
 				return data, err
@@ -213,7 +226,7 @@ func (c *chunk) extend(ctx context.Context, br *bufio.Reader, data []byte) ([]by
 			}
 		}
 		line := c.first + int64(bytes.Count(data, []byte{'\n'}))
-		if err := c.hold.To(ctx, line, int64(len(data))); err != nil {
+		if err := c.hold.To(ctx, line, int64(size)); err != nil {
 			return data, err
 		}
 	}

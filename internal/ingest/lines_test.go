@@ -19,8 +19,9 @@ import (
 // bigChatFile writes a chat JSONL larger than splitMinBytes whose lines
 // exercise what spans lines or depends on their numbers: repeated ids
 // (renamed #n in file order), lines without an id (named by their line),
-// blank lines, lines with warnings; bad, when set, is a line that is not
-// JSON at that line number.
+// blank lines, lines with warnings, a line longer than a chunk and the
+// read buffer; bad, when set, is a line that is not JSON at that line
+// number.
 func bigChatFile(t *testing.T, bad int) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -42,9 +43,13 @@ func bigChatFile(t *testing.T, bad int) string {
 			id = fmt.Sprintf(`"id": "conv-%d", `, i%500) // every id repeats
 		}
 		args, _ := jsonx.Marshal(map[string]any{"cmd": fmt.Sprintf("ls %d", i)})
+		result := out
+		if i == 1800 {
+			result = strings.Repeat(out, 1000) // 3 MB on one line
+		}
 		fmt.Fprintf(&b, `{%s"model": "m", "messages": [{"role": "user", "content": "task %d"}, `+
 			`{"role": "assistant", "content": null, "tool_calls": [{"id": "c%d", "type": "function", "function": {"name": "bash", "arguments": %q}}]}, `+
-			`{"role": "tool", "tool_call_id": "c%d", "content": %q}]}`+"\n", id, i, i, args, i, out)
+			`{"role": "tool", "tool_call_id": "c%d", "content": %q}]}`+"\n", id, i, i, args, i, result)
 	}
 	path := filepath.Join(t.TempDir(), "chats.jsonl")
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,11 +54,11 @@ func FuzzValues(f *testing.F) {
 }
 
 // FuzzSplit checks the structural splitter against the codec: on valid
-// JSON, SplitObject and SplitArray see exactly the members and elements
-// that a full decode sees, and String decodes strings identically.
+// JSON, SplitObject (and Fields) and SplitArray see exactly the members
+// and elements that a full decode sees, and String decodes strings identically.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
-		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`} {
+		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -73,6 +75,19 @@ func FuzzSplit(f *testing.F) {
 				if !bytes.Equal(compactJSON(t, got[k]), compactJSON(t, v)) {
 					t.Fatalf("member %q: split %s, codec %s", k, got[k], v)
 				}
+			}
+			keys := append(slices.Collect(maps.Keys(wantObj)), "\x00absent")
+			vals := make([][]byte, len(keys))
+			if !Fields(data, keys, vals) {
+				t.Fatalf("Fields: not an object")
+			}
+			for i, k := range keys[:len(keys)-1] {
+				if !bytes.Equal(compactJSON(t, vals[i]), compactJSON(t, wantObj[k])) {
+					t.Fatalf("field %q: %s, codec %s", k, vals[i], wantObj[k])
+				}
+			}
+			if vals[len(keys)-1] != nil {
+				t.Fatalf("absent field: %s", vals[len(keys)-1])
 			}
 		}
 		var wantArr []json.RawMessage

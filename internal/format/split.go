@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -61,16 +62,54 @@ func ObjectArray(raw []byte) ([]map[string]jsonx.RawMessage, bool) {
 // it is not an object. A repeated key keeps its last value, as decoders do.
 func SplitObject(raw []byte) map[string]jsonx.RawMessage {
 	m := make(map[string]jsonx.RawMessage, 8)
-	if !EachMember(raw, func(key string, val []byte) { m[key] = val }) {
+	if !SplitObjectInto(m, raw) {
 		return nil
 	}
 	return m
+}
+
+// SplitObjectInto is SplitObject into m, cleared first, and reports
+// whether raw is an object: a reader of many records can reuse one map
+// rather than allocate one per record, which showed in profiles.
+func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
+	clear(m)
+	return EachMember(raw, func(key string, val []byte) { m[key] = val })
+}
+
+// Fields looks the members named keys up in the valid JSON value raw
+// without building a map: vals[i] gets the value of keys[i] (the last one
+// when repeated, as SplitObject keeps) and is left alone when keys[i] is
+// absent. It reports whether raw is an object.
+func Fields(raw []byte, keys []string, vals [][]byte) bool {
+	return eachMember(raw, func(key, val []byte) {
+		for i, k := range keys {
+			if keyIs(key, k) {
+				vals[i] = val
+			}
+		}
+	})
+}
+
+// keyIs reports whether the member name key (a JSON string) is name, as
+// memberKey decodes it; a name without escapes or invalid UTF-8 (which
+// decodes to U+FFFD) is compared as bytes, without decoding it.
+func keyIs(key []byte, name string) bool {
+	if n := len(key); n >= 2 && bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key[1:n-1]) {
+		return string(key[1:n-1]) == name
+	}
+	return String(key) == name
 }
 
 // EachMember calls fn for every member of the valid JSON value raw, in
 // document order (duplicates included, for strict readers), and reports
 // whether raw is an object.
 func EachMember(raw []byte, fn func(key string, val []byte)) bool {
+	return eachMember(raw, func(key, val []byte) { fn(memberKey(key), val) })
+}
+
+// eachMember is EachMember with each member name as it is written (a JSON
+// string), for callers that compare names rather than keep them.
+func eachMember(raw []byte, fn func(key, val []byte)) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
@@ -78,7 +117,7 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		end := skipValue(raw, i)
-		key := memberKey(raw[i:end])
+		key := raw[i:end]
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // ':'
 		end = skipValue(raw, i)

@@ -82,22 +82,23 @@ func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
 // absent. It reports whether raw is an object.
 func Fields(raw []byte, keys []string, vals [][]byte) bool {
 	return eachMember(raw, func(key, val []byte) {
+		name := memberName(key)
 		for i, k := range keys {
-			if keyIs(key, k) {
+			if string(name) == k {
 				vals[i] = val
 			}
 		}
 	})
 }
 
-// keyIs reports whether the member name key (a JSON string) is name, as
-// memberKey decodes it; a name without escapes or invalid UTF-8 (which
-// decodes to U+FFFD) is compared as bytes, without decoding it.
-func keyIs(key []byte, name string) bool {
+// memberName is the member name key (a JSON string) as memberKey decodes
+// it; a name without escapes or invalid UTF-8 (which decodes to U+FFFD)
+// is its bytes, without a copy.
+func memberName(key []byte) []byte {
 	if n := len(key); n >= 2 && bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key[1:n-1]) {
-		return string(key[1:n-1]) == name
+		return key[1 : n-1]
 	}
-	return String(key) == name
+	return []byte(String(key))
 }
 
 // EachMember calls fn for every member of the valid JSON value raw, in

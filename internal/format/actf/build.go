@@ -482,8 +482,10 @@ func (b *builder) mark(e *event) {
 	if !strings.Contains(strings.ToLower(e.name), "subagent") {
 		return
 	}
-	meta := subObject(e.obj["metadata"])
-	data := subObject(decodedData(e.obj["data"]))
+	var f [2][]byte
+	format.Fields(e.raw, []string{"metadata", "data"}, f[:])
+	meta := subObject(f[0])
+	data := subObject(decodedData(f[1]))
 	child := first(str(meta, "child_session_id"), str(data, "child_session_id"))
 	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		child = e.sessionID
@@ -575,15 +577,11 @@ func endExtra(e *event, extra *string) *string {
 // leftover is the event's unmapped envelope keys, without the empty values
 // (null, [], {}) producers emit for absent fields.
 func leftover(e *event) *string {
-	obj := make(map[string]json.RawMessage, len(e.obj))
-	for k, v := range e.obj {
-		if format.EmptyJSON(v) {
-			continue
+	obj := format.SplitObject(e.raw)
+	for k, v := range obj {
+		if format.EmptyJSON(v) || k == "data" && e.fromData {
+			delete(obj, k)
 		}
-		if k == "data" && e.fromData {
-			continue
-		}
-		obj[k] = v
 	}
 	return format.Extra(obj, consumedKeys...)
 }

@@ -79,13 +79,14 @@ func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
 // Fields looks the members named keys up in the valid JSON value raw
 // without building a map: vals[i] gets the value of keys[i] (the last one
 // when repeated, as SplitObject keeps) and is left alone when keys[i] is
-// absent. It reports whether raw is an object.
+// absent. keys must be distinct. It reports whether raw is an object.
 func Fields(raw []byte, keys []string, vals [][]byte) bool {
 	return eachMember(raw, func(key, val []byte) {
 		name := memberName(key)
 		for i, k := range keys {
 			if string(name) == k {
 				vals[i] = val
+				break
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package actf
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -577,13 +578,22 @@ func endExtra(e *event, extra *string) *string {
 // leftover is the event's unmapped envelope keys, without the empty values
 // (null, [], {}) producers emit for absent fields.
 func leftover(e *event) *string {
-	obj := format.SplitObject(e.raw)
-	for k, v := range obj {
-		if format.EmptyJSON(v) || k == "data" && e.fromData {
+	// Only the members left are put in a map (most ends have none); a
+	// repeated key keeps its last value, as a split would.
+	var obj map[string]json.RawMessage
+	format.EachMember(e.raw, func(k string, v []byte) {
+		switch {
+		case slices.Contains(consumedKeys, k):
+		case format.EmptyJSON(v) || k == "data" && e.fromData:
 			delete(obj, k)
+		default:
+			if obj == nil {
+				obj = map[string]json.RawMessage{}
+			}
+			obj[k] = v
 		}
-	}
-	return format.Extra(obj, consumedKeys...)
+	})
+	return format.Extra(obj)
 }
 
 func mergeObject(extra, add *string) *string {

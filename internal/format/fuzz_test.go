@@ -35,9 +35,10 @@ func FuzzProbe(f *testing.F) {
 	})
 }
 
-// FuzzValues: the lenient value helpers accept any bytes without panicking.
+// FuzzValues: the lenient value helpers accept any bytes without panicking,
+// and Symbol is String (twice, for the cached answer).
 func FuzzValues(f *testing.F) {
-	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`} {
+	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -45,7 +46,11 @@ func FuzzValues(f *testing.F) {
 		Int(raw)
 		Float(raw)
 		Bool(raw)
-		String(raw)
+		for range 2 {
+			if got, want := Symbol(raw), String(raw); got != want {
+				t.Fatalf("Symbol(%q) = %q, String %q", raw, got, want)
+			}
+		}
 		Content(raw)
 		ArgumentsText(raw)
 		StripInlineData(raw)

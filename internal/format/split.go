@@ -139,7 +139,7 @@ func eachMember(raw []byte, fn func(key, val []byte)) bool {
 var keys [4096]atomic.Pointer[string]
 
 // memberKey decodes a member name (a JSON string), reusing the cached
-// string for a name without escapes.
+// string for a name that decodes to its own bytes.
 func memberKey(raw []byte) string {
 	n := len(raw)
 	if n < 2 || n > 66 || bytes.IndexByte(raw, '\\') >= 0 {
@@ -154,8 +154,22 @@ func memberKey(raw []byte) string {
 		return *p
 	}
 	s := String(raw)
-	slot.Store(&s)
+	if s == string(raw[1:n-1]) { // a hit is then right for any input
+		slot.Store(&s)
+	}
 	return s
+}
+
+// Symbol is String for a value drawn from a small set that repeats across
+// records (a type, role or tool name): it is cached with the member names,
+// so a repeated value is not allocated again. Ids and text must not go
+// through it, or they would evict the names.
+func Symbol(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		return memberKey(raw)
+	}
+	return String(raw)
 }
 
 // JoinArray is SplitArray's inverse: the JSON array of the given elements.

@@ -120,26 +120,26 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	e := &event{
 		line:       line,
 		raw:        raw,
-		kind:       format.String(obj[fKind]),
+		kind:       format.Symbol(obj[fKind]),
 		uuid:       format.String(obj[fUUID]),
 		parentUUID: format.String(obj[fParentUUID]),
-		name:       format.String(obj[fName]),
+		name:       format.Symbol(obj[fName]),
 	}
 	if t, ok := format.Time(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
-	e.phase = phaseOf(e.kind, format.String(obj[fScopeCategory]))
+	e.phase = phaseOf(e.kind, format.Symbol(obj[fScopeCategory]))
 	profile := subObject(obj[fCategoryProfile])
 	if profile == nil {
 		profile = subObject(obj[fProfile])
 	}
 	meta := subObject(obj[fMetadata])
 	data := decodedData(obj[fData])
-	e.scopeType = first(format.String(obj[fCategory]), format.String(obj[fScopeType]))
+	e.scopeType = first(format.Symbol(obj[fCategory]), format.Symbol(obj[fScopeType]))
 	if e.scopeType == "custom" && profile != nil {
 		e.scopeType = first(format.String(profile["subtype"]), e.scopeType)
 	}
-	e.modelName = first(str(profile, "model_name"), format.String(obj[fModelName]),
+	e.modelName = first(str(profile, "model_name"), format.Symbol(obj[fModelName]),
 		str(meta, "model_name"), str(meta, "model"))
 	e.toolCallID = first(str(profile, "tool_call_id"), format.String(obj[fToolCallID]),
 		str(meta, "tool_call_id"))
@@ -150,7 +150,7 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	if e.fromData && dataObj != nil {
 		e.payload = withoutStatus(dataObj, e.payload)
 	}
-	e.status = first(format.String(obj[fStatus]), str(meta, "status"), str(dataObj, "reason"))
+	e.status = first(format.Symbol(obj[fStatus]), str(meta, "status"), str(dataObj, "reason"))
 	e.errRaw = obj[fError]
 	if format.IsNull(e.errRaw) && dataObj != nil {
 		e.errRaw = dataObj["error"]

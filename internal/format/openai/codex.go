@@ -51,7 +51,7 @@ func decodeRolloutLine(line []byte) (rolloutLine, error) {
 	var f [3][]byte // timestamp, type, payload
 	if jsonx.Valid(line) && format.Fields(line, envelopeKeys, f[:]) {
 		if typ := bytes.TrimSpace(f[1]); len(typ) > 0 && typ[0] == '"' {
-			return rolloutLine{Timestamp: f[0], Type: format.String(typ), Payload: bytes.TrimSpace(f[2])}, nil
+			return rolloutLine{Timestamp: f[0], Type: format.Symbol(typ), Payload: bytes.TrimSpace(f[2])}, nil
 		}
 	}
 	var env rolloutLine
@@ -175,7 +175,7 @@ func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
 // event handles event_msg lines. user_message, agent_message and
 // agent_reasoning repeat response items and are only counted.
 func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
-	typ := format.String(p["type"])
+	typ := format.Symbol(p["type"])
 	ro.events[typ]++
 	switch typ {
 	case "task_started":

@@ -546,20 +546,26 @@ func countsObject(counts map[string]int64) json.RawMessage {
 	return json.RawMessage(*format.Extra(obj))
 }
 
-// scopeExtra records which scope a row came from.
+// scopeKey is the extra member that records which scope a row came from.
+const scopeKey = "scope_uuid"
+
+// scopeExtra is the extra of a row from scope e.
 func scopeExtra(e *event) *string {
 	if e.uuid == "" {
 		return nil
 	}
-	s := `{"scope_uuid":` + string(mustJSON(e.uuid)) + `}`
+	s := `{"` + scopeKey + `":` + string(mustJSON(e.uuid)) + `}`
 	return &s
 }
 
-// endExtra adds what a scope end carries beyond the columns: a non-ok
-// status, the error object, the payload schema and unmapped envelope keys.
+// endExtra adds what a scope end carries beyond the columns: its scope, a
+// non-ok status, the error object, the payload schema and unmapped
+// envelope keys, in one merge.
 func endExtra(e *event, extra *string) *string {
-	extra = mergeObject(extra, scopeExtra(e))
 	add := map[string]json.RawMessage{}
+	if e.uuid != "" {
+		add[scopeKey] = mustJSON(e.uuid)
+	}
 	if e.status != "" && e.status != "ok" {
 		add["status"] = mustJSON(e.status)
 	}
@@ -603,10 +609,7 @@ func mergeObject(extra, add *string) *string {
 	return format.MergeExtras(extra, format.Object([]byte(*add)))
 }
 
-func mustJSON(s string) json.RawMessage {
-	b, _ := jsonx.Marshal(s) // marshaling a string cannot fail
-	return b
-}
+func mustJSON(s string) json.RawMessage { return jsonx.AppendQuoted(nil, s) }
 
 // pairKey names a scope: its uuid, else its line.
 func pairKey(e *event) string {

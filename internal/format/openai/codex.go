@@ -41,6 +41,8 @@ type rolloutLine struct {
 	Payload   jsonx.RawMessage `json:"payload"`
 }
 
+// envelopeKeys are the members of a line's envelope, as decodeRolloutLine
+// reads them.
 var envelopeKeys = []string{"timestamp", "type", "payload"}
 
 // decodeRolloutLine decodes a line's envelope. A valid object whose type

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,9 +35,10 @@ func FuzzProbe(f *testing.F) {
 	})
 }
 
-// FuzzValues: the lenient value helpers accept any bytes without panicking.
+// FuzzValues: the lenient value helpers accept any bytes without panicking,
+// and Symbol is String (twice, for the cached answer).
 func FuzzValues(f *testing.F) {
-	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`} {
+	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -43,7 +46,11 @@ func FuzzValues(f *testing.F) {
 		Int(raw)
 		Float(raw)
 		Bool(raw)
-		String(raw)
+		for range 2 {
+			if got, want := Symbol(raw), String(raw); got != want {
+				t.Fatalf("Symbol(%q) = %q, String %q", raw, got, want)
+			}
+		}
 		Content(raw)
 		ArgumentsText(raw)
 		StripInlineData(raw)
@@ -52,11 +59,11 @@ func FuzzValues(f *testing.F) {
 }
 
 // FuzzSplit checks the structural splitter against the codec: on valid
-// JSON, SplitObject and SplitArray see exactly the members and elements
-// that a full decode sees, and String decodes strings identically.
+// JSON, SplitObject (and Fields) and SplitArray see exactly the members
+// and elements that a full decode sees, and String decodes strings identically.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
-		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`} {
+		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -73,6 +80,19 @@ func FuzzSplit(f *testing.F) {
 				if !bytes.Equal(compactJSON(t, got[k]), compactJSON(t, v)) {
 					t.Fatalf("member %q: split %s, codec %s", k, got[k], v)
 				}
+			}
+			keys := append(slices.Collect(maps.Keys(wantObj)), "\x00absent")
+			vals := make([][]byte, len(keys))
+			if !Fields(data, keys, vals) {
+				t.Fatalf("Fields: not an object")
+			}
+			for i, k := range keys[:len(keys)-1] {
+				if !bytes.Equal(compactJSON(t, vals[i]), compactJSON(t, wantObj[k])) {
+					t.Fatalf("field %q: %s, codec %s", k, vals[i], wantObj[k])
+				}
+			}
+			if vals[len(keys)-1] != nil {
+				t.Fatalf("absent field: %s", vals[len(keys)-1])
 			}
 		}
 		var wantArr []json.RawMessage

@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -61,16 +62,56 @@ func ObjectArray(raw []byte) ([]map[string]jsonx.RawMessage, bool) {
 // it is not an object. A repeated key keeps its last value, as decoders do.
 func SplitObject(raw []byte) map[string]jsonx.RawMessage {
 	m := make(map[string]jsonx.RawMessage, 8)
-	if !EachMember(raw, func(key string, val []byte) { m[key] = val }) {
+	if !SplitObjectInto(m, raw) {
 		return nil
 	}
 	return m
+}
+
+// SplitObjectInto is SplitObject into m, cleared first, and reports
+// whether raw is an object: a reader of many records can reuse one map
+// rather than allocate one per record, which showed in profiles.
+func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
+	clear(m)
+	return EachMember(raw, func(key string, val []byte) { m[key] = val })
+}
+
+// Fields looks the members named keys up in the valid JSON value raw
+// without building a map: vals[i] gets the value of keys[i] (the last one
+// when repeated, as SplitObject keeps) and is left alone when keys[i] is
+// absent. keys must be distinct. It reports whether raw is an object.
+func Fields(raw []byte, keys []string, vals [][]byte) bool {
+	return eachMember(raw, func(key, val []byte) {
+		name := memberName(key)
+		for i, k := range keys {
+			if string(name) == k {
+				vals[i] = val
+				break
+			}
+		}
+	})
+}
+
+// memberName is the member name key (a JSON string) as memberKey decodes
+// it; a name without escapes or invalid UTF-8 (which decodes to U+FFFD)
+// is its bytes, without a copy.
+func memberName(key []byte) []byte {
+	if n := len(key); n >= 2 && bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key[1:n-1]) {
+		return key[1 : n-1]
+	}
+	return []byte(String(key))
 }
 
 // EachMember calls fn for every member of the valid JSON value raw, in
 // document order (duplicates included, for strict readers), and reports
 // whether raw is an object.
 func EachMember(raw []byte, fn func(key string, val []byte)) bool {
+	return eachMember(raw, func(key, val []byte) { fn(memberKey(key), val) })
+}
+
+// eachMember is EachMember with each member name as it is written (a JSON
+// string), for callers that compare names rather than keep them.
+func eachMember(raw []byte, fn func(key, val []byte)) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
@@ -78,7 +119,7 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		end := skipValue(raw, i)
-		key := memberKey(raw[i:end])
+		key := raw[i:end]
 		i = skipSpace(raw, end)
 		i = skipSpace(raw, i+1) // ':'
 		end = skipValue(raw, i)
@@ -98,7 +139,7 @@ func EachMember(raw []byte, fn func(key string, val []byte)) bool {
 var keys [4096]atomic.Pointer[string]
 
 // memberKey decodes a member name (a JSON string), reusing the cached
-// string for a name without escapes.
+// string for a name that decodes to its own bytes.
 func memberKey(raw []byte) string {
 	n := len(raw)
 	if n < 2 || n > 66 || bytes.IndexByte(raw, '\\') >= 0 {
@@ -113,8 +154,22 @@ func memberKey(raw []byte) string {
 		return *p
 	}
 	s := String(raw)
-	slot.Store(&s)
+	if s == string(raw[1:n-1]) { // a hit is then right for any input
+		slot.Store(&s)
+	}
 	return s
+}
+
+// Symbol is String for a value drawn from a small set that repeats across
+// records (a type, role or tool name): it is cached with the member names,
+// so a repeated value is not allocated again. Ids and text must not go
+// through it, or they would evict the names.
+func Symbol(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		return memberKey(raw)
+	}
+	return String(raw)
 }
 
 // JoinArray is SplitArray's inverse: the JSON array of the given elements.

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -272,7 +272,8 @@ func stripValue(v any, key string) any {
 // Extra returns the members of obj whose keys are not in known, as a compact
 // JSON object with sorted keys, or nil when nothing is left.
 func Extra(obj map[string]json.RawMessage, known ...string) *string {
-	var keys []string
+	var buf [16]string // most objects fit: the keys stay off the heap
+	keys := buf[:0]
 	size := 2
 outer:
 	for k, v := range obj {
@@ -287,19 +288,21 @@ outer:
 	if len(keys) == 0 {
 		return nil
 	}
-	sort.Strings(keys)
-	b := make([]byte, 0, size)
-	b = append(b, '{')
+	slices.Sort(keys)
+	var b strings.Builder // its String is the text, without a copy
+	b.Grow(size)
+	b.WriteByte('{')
+	var quoted [64]byte
 	for i, k := range keys {
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		b = jsonx.AppendQuoted(b, k)
-		b = append(b, ':')
-		b = append(b, compact(obj[k])...)
+		b.Write(jsonx.AppendQuoted(quoted[:0], k))
+		b.WriteByte(':')
+		b.Write(compact(obj[k]))
 	}
-	b = append(b, '}')
-	s := string(b)
+	b.WriteByte('}')
+	s := b.String()
 	return &s
 }
 

@@ -117,7 +117,7 @@ type session struct {
 func (s *stream) route(e *event) error {
 	if e.phase == phaseHeader {
 		if s.header == nil {
-			s.header = headerJSON(e.obj)
+			s.header = headerJSON(format.SplitObject(e.raw))
 		}
 		return nil
 	}

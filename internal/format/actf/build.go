@@ -3,6 +3,7 @@ package actf
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -482,8 +483,10 @@ func (b *builder) mark(e *event) {
 	if !strings.Contains(strings.ToLower(e.name), "subagent") {
 		return
 	}
-	meta := subObject(e.obj["metadata"])
-	data := subObject(decodedData(e.obj["data"]))
+	var f [2][]byte
+	format.Fields(e.raw, []string{"metadata", "data"}, f[:])
+	meta := subObject(f[0])
+	data := subObject(decodedData(f[1]))
 	child := first(str(meta, "child_session_id"), str(data, "child_session_id"))
 	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		child = e.sessionID
@@ -543,20 +546,26 @@ func countsObject(counts map[string]int64) json.RawMessage {
 	return json.RawMessage(*format.Extra(obj))
 }
 
-// scopeExtra records which scope a row came from.
+// scopeKey is the extra member that records which scope a row came from.
+const scopeKey = "scope_uuid"
+
+// scopeExtra is the extra of a row from scope e.
 func scopeExtra(e *event) *string {
 	if e.uuid == "" {
 		return nil
 	}
-	s := `{"scope_uuid":` + string(mustJSON(e.uuid)) + `}`
+	s := `{"` + scopeKey + `":` + string(mustJSON(e.uuid)) + `}`
 	return &s
 }
 
-// endExtra adds what a scope end carries beyond the columns: a non-ok
-// status, the error object, the payload schema and unmapped envelope keys.
+// endExtra adds what a scope end carries beyond the columns: its scope, a
+// non-ok status, the error object, the payload schema and unmapped
+// envelope keys, in one merge.
 func endExtra(e *event, extra *string) *string {
-	extra = mergeObject(extra, scopeExtra(e))
 	add := map[string]json.RawMessage{}
+	if e.uuid != "" {
+		add[scopeKey] = mustJSON(e.uuid)
+	}
 	if e.status != "" && e.status != "ok" {
 		add["status"] = mustJSON(e.status)
 	}
@@ -575,17 +584,22 @@ func endExtra(e *event, extra *string) *string {
 // leftover is the event's unmapped envelope keys, without the empty values
 // (null, [], {}) producers emit for absent fields.
 func leftover(e *event) *string {
-	obj := make(map[string]json.RawMessage, len(e.obj))
-	for k, v := range e.obj {
-		if format.EmptyJSON(v) {
-			continue
+	// Only the members left are put in a map (most ends have none); a
+	// repeated key keeps its last value, as a split would.
+	var obj map[string]json.RawMessage
+	format.EachMember(e.raw, func(k string, v []byte) {
+		switch {
+		case slices.Contains(consumedKeys, k):
+		case format.EmptyJSON(v) || k == "data" && e.fromData:
+			delete(obj, k)
+		default:
+			if obj == nil {
+				obj = map[string]json.RawMessage{}
+			}
+			obj[k] = v
 		}
-		if k == "data" && e.fromData {
-			continue
-		}
-		obj[k] = v
-	}
-	return format.Extra(obj, consumedKeys...)
+	})
+	return format.Extra(obj)
 }
 
 func mergeObject(extra, add *string) *string {
@@ -595,10 +609,7 @@ func mergeObject(extra, add *string) *string {
 	return format.MergeExtras(extra, format.Object([]byte(*add)))
 }
 
-func mustJSON(s string) json.RawMessage {
-	b, _ := jsonx.Marshal(s) // marshaling a string cannot fail
-	return b
-}
+func mustJSON(s string) json.RawMessage { return jsonx.AppendQuoted(nil, s) }
 
 // pairKey names a scope: its uuid, else its line.
 func pairKey(e *event) string {

@@ -34,8 +34,10 @@ const (
 // level), so decoding is one lookup chain rather than one parser per
 // dialect.
 type event struct {
-	line       int64
-	obj        map[string]json.RawMessage
+	line int64
+	// raw is the line (a copy, which the other fields alias) when it is an
+	// object, else nil.
+	raw        []byte
 	kind       string
 	phase      phase
 	uuid       string
@@ -66,62 +68,94 @@ var consumedKeys = []string{
 	"input", "output", "status", "error",
 }
 
+// Members of a line that decodeLine reads, by index into lineKeys.
+const (
+	fKind = iota
+	fUUID
+	fParentUUID
+	fName
+	fTimestamp
+	fScopeCategory
+	fCategoryProfile
+	fProfile
+	fMetadata
+	fData
+	fCategory
+	fScopeType
+	fModelName
+	fToolCallID
+	fInput
+	fOutput
+	fStatus
+	fError
+	fDataSchema
+	numFields
+)
+
+var lineKeys = [numFields]string{
+	"kind", "uuid", "parent_uuid", "name", "timestamp", "scope_category", "category_profile", "profile",
+	"metadata", "data", "category", "scope_type", "model_name", "tool_call_id", "input", "output",
+	"status", "error", "data_schema",
+}
+
 // decodeLine decodes one line. Events are kept until their session ends,
-// so a valid object is copied once and split (its members alias the copy)
-// rather than decoded value by value; anything else goes through the
-// codec, for its values or its error.
+// so a valid object is copied once and its members are looked up in the
+// copy (which they alias), without a map per line; anything else goes
+// through the codec, for its error (or null, which reads as {}).
 func decodeLine(line int64, text []byte) (*event, error) {
-	var obj map[string]json.RawMessage
+	var raw []byte
+	var obj [numFields][]byte
 	if jsonx.Valid(text) {
-		obj = format.SplitObject(bytes.Clone(text))
+		raw = bytes.Clone(text)
+		if !format.Fields(raw, lineKeys[:], obj[:]) {
+			raw = nil
+		}
 	}
-	if obj == nil {
-		if err := jsonx.Unmarshal(text, &obj); err != nil {
+	if raw == nil {
+		var v map[string]json.RawMessage
+		if err := jsonx.Unmarshal(text, &v); err != nil {
 			return nil, err
 		}
 	}
-	if obj == nil {
-		obj = map[string]json.RawMessage{}
-	}
 	e := &event{
 		line:       line,
-		obj:        obj,
-		kind:       format.String(obj["kind"]),
-		uuid:       format.String(obj["uuid"]),
-		parentUUID: format.String(obj["parent_uuid"]),
-		name:       format.String(obj["name"]),
+		raw:        raw,
+		kind:       format.Symbol(obj[fKind]),
+		uuid:       format.String(obj[fUUID]),
+		parentUUID: format.String(obj[fParentUUID]),
+		name:       format.Symbol(obj[fName]),
 	}
-	if t, ok := format.Time(obj["timestamp"]); ok {
+	if t, ok := format.Time(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
-	e.phase = phaseOf(e.kind, format.String(obj["scope_category"]))
-	profile := subObject(obj["category_profile"])
+	e.phase = phaseOf(e.kind, format.Symbol(obj[fScopeCategory]))
+	profile := subObject(obj[fCategoryProfile])
 	if profile == nil {
-		profile = subObject(obj["profile"])
+		profile = subObject(obj[fProfile])
 	}
-	meta := subObject(obj["metadata"])
-	data := decodedData(obj["data"])
-	e.scopeType = first(format.String(obj["category"]), format.String(obj["scope_type"]))
+	meta := subObject(obj[fMetadata])
+	data := decodedData(obj[fData])
+	e.scopeType = first(format.Symbol(obj[fCategory]), format.Symbol(obj[fScopeType]))
 	if e.scopeType == "custom" && profile != nil {
 		e.scopeType = first(format.String(profile["subtype"]), e.scopeType)
 	}
-	e.modelName = first(str(profile, "model_name"), format.String(obj["model_name"]),
+	e.modelName = first(str(profile, "model_name"), format.Symbol(obj[fModelName]),
 		str(meta, "model_name"), str(meta, "model"))
-	e.toolCallID = first(str(profile, "tool_call_id"), format.String(obj["tool_call_id"]),
+	e.toolCallID = first(str(profile, "tool_call_id"), format.String(obj[fToolCallID]),
 		str(meta, "tool_call_id"))
 	e.sessionID = str(meta, "session_id")
 	e.parentSessionID = str(meta, "parent_session_id")
-	e.payload = e.pick(obj, data)
+	e.payload = e.pick(obj[fInput], obj[fOutput], data)
 	dataObj := subObject(data)
 	if e.fromData && dataObj != nil {
 		e.payload = withoutStatus(dataObj, e.payload)
 	}
-	e.status = first(format.String(obj["status"]), str(meta, "status"), str(dataObj, "reason"))
-	e.errRaw = obj["error"]
+	e.status = first(format.Symbol(obj[fStatus]), str(meta, "status"), str(dataObj, "reason"))
+	e.errRaw = obj[fError]
 	if format.IsNull(e.errRaw) && dataObj != nil {
 		e.errRaw = dataObj["error"]
 	}
-	if ds := subObject(obj["data_schema"]); ds != nil {
+	if ds := subObject(obj[fDataSchema]); ds != nil {
 		e.dataSchema = str(ds, "name")
 		if v := str(ds, "version"); v != "" {
 			e.dataSchema += "@" + v
@@ -133,17 +167,18 @@ func decodeLine(line int64, text []byte) (*event, error) {
 }
 
 // pick returns the event's payload: input/output in the NAT dialects, data
-// in ATOF 0.1 (where input/output do not exist).
-func (e *event) pick(obj map[string]json.RawMessage, data json.RawMessage) json.RawMessage {
-	key := "input"
+// in ATOF 0.1 (where input/output do not exist). A member present in the
+// line is never nil.
+func (e *event) pick(input, output, data json.RawMessage) json.RawMessage {
+	raw := input
 	if e.phase == phaseEnd {
-		key = "output"
+		raw = output
 	}
-	if raw, ok := obj[key]; ok && !format.IsNull(raw) {
+	if raw != nil {
+		if format.IsNull(raw) {
+			return nil
+		}
 		return raw
-	}
-	if _, ok := obj[key]; ok {
-		return nil
 	}
 	e.fromData = true
 	return data

@@ -28,6 +28,10 @@ type rollout struct {
 	events               map[string]int
 	sawMeta, sawTurnCtx  bool
 	metaExtra, turnExtra *string
+	// payload holds the current line's payload members. It is one map for
+	// all lines (nothing keeps a line's members past the line), which spares
+	// an allocation per line.
+	payload map[string]jsonx.RawMessage
 }
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
@@ -37,14 +41,19 @@ type rolloutLine struct {
 	Payload   jsonx.RawMessage `json:"payload"`
 }
 
+// envelopeKeys are the members of a line's envelope, as decodeRolloutLine
+// reads them.
+var envelopeKeys = []string{"timestamp", "type", "payload"}
+
 // decodeRolloutLine decodes a line's envelope. A valid object whose type
 // is a string (every real line) is split without a copy; anything else
 // goes through the codec, which gives the same values or error as ever.
 // The payload aliases line.
 func decodeRolloutLine(line []byte) (rolloutLine, error) {
-	if m := format.Object(line); m != nil {
-		if typ := bytes.TrimSpace(m["type"]); len(typ) > 0 && typ[0] == '"' {
-			return rolloutLine{Timestamp: m["timestamp"], Type: format.String(typ), Payload: bytes.TrimSpace(m["payload"])}, nil
+	var f [3][]byte // timestamp, type, payload
+	if jsonx.Valid(line) && format.Fields(line, envelopeKeys, f[:]) {
+		if typ := bytes.TrimSpace(f[1]); len(typ) > 0 && typ[0] == '"' {
+			return rolloutLine{Timestamp: f[0], Type: format.Symbol(typ), Payload: bytes.TrimSpace(f[2])}, nil
 		}
 	}
 	var env rolloutLine
@@ -74,7 +83,8 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		defer release()
 		return emit(normalizeLegacyCodex(top, src))
 	}
-	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{}}
+	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
+		payload: make(map[string]jsonx.RawMessage, 8)}
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
 		n++ // the first line was read above
@@ -102,8 +112,8 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		}
 		ro.lastTS = ts
 	}
-	p := format.SplitObject(env.Payload) // the line was validated
-	if p == nil {
+	p := ro.payload
+	if !format.SplitObjectInto(p, env.Payload) { // the line was validated
 		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
 		return
 	}
@@ -167,7 +177,7 @@ func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
 // event handles event_msg lines. user_message, agent_message and
 // agent_reasoning repeat response items and are only counted.
 func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
-	typ := format.String(p["type"])
+	typ := format.Symbol(p["type"])
 	ro.events[typ]++
 	switch typ {
 	case "task_started":

@@ -51,7 +51,7 @@ type itemStep struct {
 // item maps one Responses item to a step (and its tool call or result). It
 // returns whether the step is an agent step, i.e. output of a model call.
 func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
-	typ := format.String(it["type"])
+	typ := format.Symbol(it["type"])
 	if typ == "" && it["role"] != nil {
 		return b.untypedMessage(it, is)
 	}
@@ -100,7 +100,7 @@ func (b *builder) untypedMessage(it map[string]jsonx.RawMessage, is itemStep) bo
 }
 
 func (b *builder) itemMessage(st *model.Step, it map[string]jsonx.RawMessage, is itemStep) {
-	role := format.String(it["role"])
+	role := format.Symbol(it["role"])
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(is.at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -143,7 +143,7 @@ func (b *builder) itemReasoning(st *model.Step, it map[string]jsonx.RawMessage) 
 func (b *builder) itemCall(st *model.Step, typ string, it map[string]jsonx.RawMessage, is itemStep) {
 	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
 	argKey := deferredCalls[typ]
-	name := format.String(it["name"])
+	name := format.Symbol(it["name"])
 	if name == "" {
 		name = strings.TrimSuffix(typ, "_call")
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"github.com/pchronicle/pchronicle/internal/testutil"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // sampleDataset returns shared/samples/<sub>, found beside the repository

@@ -4,7 +4,6 @@
 package testutil
 
 import (
-	"github.com/pchronicle/pchronicle/internal/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // RepoRoot returns the repository root (the directory holding go.mod).

@@ -3,13 +3,13 @@ package openai
 import (
 	"bytes"
 	"context"
-	"github.com/pchronicle/pchronicle/internal/testutil"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // samplesDir locates shared/samples beside the repository: walk up to the

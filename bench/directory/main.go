@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/directory"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/worker"
 )
 
@@ -335,18 +336,11 @@ func build(root string) string {
 }
 
 func repoRoot() string {
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	check(err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			check(errors.New("run from inside the repository"))
-		}
-		dir = parent
-	}
+	root, err := fsx.Ancestor(wd, "go.mod")
+	check(err)
+	return root
 }
 
 func check(err error) {

@@ -41,6 +41,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/pchronicle/pchronicle/internal/benchcorpus"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 )
 
 // The two queries every shape runs.
@@ -343,18 +344,11 @@ func duckQueries(c *benchcorpus.ShapeCorpus) queries {
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func repoRoot() string {
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	check(err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			check(fmt.Errorf("go.mod not found above the working directory"))
-		}
-		dir = parent
-	}
+	root, err := fsx.Ancestor(wd, "go.mod")
+	check(err)
+	return root
 }
 
 func loadavg() string {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -240,5 +241,27 @@ func TestRemoveCreated(t *testing.T) {
 	}
 	if _, err := os.Stat(root); err != nil {
 		t.Fatalf("removed past top: %v", err)
+	}
+}
+
+func TestAncestor(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a", "marker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, want string }{
+		{deep, filepath.Join(root, "a")},
+		{filepath.Join(root, "a"), filepath.Join(root, "a")},
+	} {
+		if got, err := Ancestor(c.from, "marker"); err != nil || got != c.want {
+			t.Errorf("Ancestor(%s) = %q, %v; want %q", c.from, got, err, c.want)
+		}
+	}
+	if got, err := Ancestor(deep, "no-such-marker-anywhere"); err == nil || !strings.Contains(err.Error(), "no-such-marker-anywhere") {
+		t.Errorf("Ancestor of a missing name = %q, %v; want an error naming it", got, err)
 	}
 }

@@ -14,23 +14,18 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/fsx"
 )
 
 // RepoRoot returns the repository root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
+	dir, err := fsx.Ancestor(filepath.Dir(file), "go.mod")
+	if err != nil {
+		t.Fatal(err)
 	}
+	return dir
 }
 
 // SamplesDir returns ../shared/samples beside the checkout; tests that need

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/objstore/faults"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -117,22 +118,12 @@ var (
 
 func repoRoot() (string, error) {
 	rootOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			rootErr = err
-			return
+		wd, err := os.Getwd()
+		if err == nil {
+			root, err = fsx.Ancestor(wd, "go.mod")
 		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				root = dir
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				rootErr = errors.New("testservers: no go.mod above the working directory")
-				return
-			}
-			dir = parent
+		if err != nil {
+			rootErr = fmt.Errorf("testservers: the repository root: %w", err)
 		}
 	})
 	return root, rootErr

@@ -215,16 +215,21 @@ const (
 	defaultMaxChars = 4000
 )
 
+// stepPage reads the Storyline and the page (from, limit) of a steps or
+// bodies request.
+func stepPage(r *http.Request, g Generation, defaultLimit, maxLimit int64) (key engine.StorylineKey, from, limit int64, err error) {
+	if key, err = storylineKey(r, g); err != nil {
+		return key, 0, 0, err
+	}
+	if from, err = intParam(r, "from", 0, 0, 1<<62); err != nil {
+		return key, 0, 0, err
+	}
+	limit, err = intParam(r, "limit", defaultLimit, 1, maxLimit)
+	return key, from, limit, err
+}
+
 func (s *Server) storylineSteps(w http.ResponseWriter, r *http.Request, g Generation) error {
-	key, err := storylineKey(r, g)
-	if err != nil {
-		return err
-	}
-	from, err := intParam(r, "from", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", defaultStepPage, 1, maxStepPage)
+	key, from, limit, err := stepPage(r, g, defaultStepPage, maxStepPage)
 	if err != nil {
 		return err
 	}
@@ -242,15 +247,7 @@ func (s *Server) storylineSteps(w http.ResponseWriter, r *http.Request, g Genera
 }
 
 func (s *Server) storylineBodies(w http.ResponseWriter, r *http.Request, g Generation) error {
-	key, err := storylineKey(r, g)
-	if err != nil {
-		return err
-	}
-	from, err := intParam(r, "from", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", defaultBodyPage, 1, maxBodyPage)
+	key, from, limit, err := stepPage(r, g, defaultBodyPage, maxBodyPage)
 	if err != nil {
 		return err
 	}

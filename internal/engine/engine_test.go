@@ -15,20 +15,12 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 var parser *query.Parser
 
-func TestMain(m *testing.M) {
-	var err error
-	if parser, err = query.NewParser(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	parser.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.MainWithParser(m, &parser) }
 
 // chatLine is one OpenAI chat conversation with n tool calls, tagged so
 // business predicates can select it.

@@ -15,20 +15,12 @@ import (
 	"github.com/pchronicle/pchronicle/internal/store/events"
 	"github.com/pchronicle/pchronicle/internal/store/projection"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 var parser *query.Parser
 
-func TestMain(m *testing.M) {
-	var err error
-	if parser, err = query.NewParser(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	parser.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.MainWithParser(m, &parser) }
 
 // session is one small canonical session of n agent messages.
 func session(id string, from, n int64) []model.Event {

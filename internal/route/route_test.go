@@ -14,20 +14,12 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 var parser *query.Parser
 
-func TestMain(m *testing.M) {
-	var err error
-	if parser, err = query.NewParser(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	parser.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.MainWithParser(m, &parser) }
 
 // fixture: n files; file i holds sessions s<i>-0 and s<i>-1 with model
 // m<i%3>, and (for i > 0) session s<i-1>-1 again with model m9: a

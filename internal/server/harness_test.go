@@ -19,20 +19,12 @@ import (
 	"github.com/pchronicle/pchronicle/internal/query"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 var parser *query.Parser
 
-func TestMain(m *testing.M) {
-	var err error
-	if parser, err = query.NewParser(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	parser.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.MainWithParser(m, &parser) }
 
 // chat is one OpenAI chat conversation: a user turn, n tool calls each with
 // its result, and a final answer, tagged by id.

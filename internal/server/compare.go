@@ -96,11 +96,7 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request, g Generation) e
 	if err != nil {
 		return err
 	}
-	from, err := intParam(r, "from", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", 500, 1, 5000)
+	from, limit, err := pageParams(r, 500, 5000)
 	if err != nil {
 		return err
 	}

@@ -215,21 +215,21 @@ const (
 	defaultMaxChars = 4000
 )
 
-// stepPage reads the Storyline and the page (from, limit) of a steps or
-// bodies request.
-func stepPage(r *http.Request, g Generation, defaultLimit, maxLimit int64) (key engine.StorylineKey, from, limit int64, err error) {
-	if key, err = storylineKey(r, g); err != nil {
-		return key, 0, 0, err
-	}
+// pageParams reads a page's from (0 = the start) and limit.
+func pageParams(r *http.Request, defaultLimit, maxLimit int64) (from, limit int64, err error) {
 	if from, err = intParam(r, "from", 0, 0, 1<<62); err != nil {
-		return key, 0, 0, err
+		return 0, 0, err
 	}
 	limit, err = intParam(r, "limit", defaultLimit, 1, maxLimit)
-	return key, from, limit, err
+	return from, limit, err
 }
 
 func (s *Server) storylineSteps(w http.ResponseWriter, r *http.Request, g Generation) error {
-	key, from, limit, err := stepPage(r, g, defaultStepPage, maxStepPage)
+	key, err := storylineKey(r, g)
+	if err != nil {
+		return err
+	}
+	from, limit, err := pageParams(r, defaultStepPage, maxStepPage)
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,11 @@ func (s *Server) storylineSteps(w http.ResponseWriter, r *http.Request, g Genera
 }
 
 func (s *Server) storylineBodies(w http.ResponseWriter, r *http.Request, g Generation) error {
-	key, from, limit, err := stepPage(r, g, defaultBodyPage, maxBodyPage)
+	key, err := storylineKey(r, g)
+	if err != nil {
+		return err
+	}
+	from, limit, err := pageParams(r, defaultBodyPage, maxBodyPage)
 	if err != nil {
 		return err
 	}
@@ -272,11 +276,7 @@ func (s *Server) storylineFind(w http.ResponseWriter, r *http.Request, g Generat
 	if text == "" {
 		return badRequest("parameter q (the text to find) is required")
 	}
-	from, err := intParam(r, "from", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", 100, 1, maxStepPage)
+	from, limit, err := pageParams(r, 100, maxStepPage)
 	if err != nil {
 		return err
 	}
@@ -298,11 +298,7 @@ func (s *Server) storylineEvents(w http.ResponseWriter, r *http.Request, g Gener
 	if err != nil {
 		return err
 	}
-	from, err := intParam(r, "from", 0, 0, 1<<62)
-	if err != nil {
-		return err
-	}
-	limit, err := intParam(r, "limit", 500, 1, 5000)
+	from, limit, err := pageParams(r, 500, 5000)
 	if err != nil {
 		return err
 	}

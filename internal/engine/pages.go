@@ -183,6 +183,17 @@ FROM read_parquet([%s]) WHERE session_id = ? AND _file_ = ? AND step_index >= ? 
 	return out, nil
 }
 
+// callsQuery selects columns of the tool calls that the steps ids (at
+// least one) of a Storyline made or answered, in call order, with its
+// arguments.
+func callsQuery(columns string, files []string, key StorylineKey, loc *located, ids []any) (string, []any) {
+	in := "?" + strings.Repeat(", ?", len(ids)-1)
+	q := fmt.Sprintf(`SELECT %s
+FROM read_parquet([%s]) WHERE session_id = ? AND _file_ = ? AND (step_id IN (%s) OR result_step_id IN (%s)) ORDER BY call_index`,
+		columns, quoteList(files), in, in)
+	return q, append(append([]any{key.SessionID, loc.stored}, ids...), ids...)
+}
+
 // attachCalls adds to each header the calls it made and the results it
 // carries.
 func (r *Reader) attachCalls(ctx context.Context, db *sql.DB, loc *located, key StorylineKey, steps []StepHeader) error {
@@ -196,12 +207,8 @@ func (r *Reader) attachCalls(ctx context.Context, db *sql.DB, loc *located, key 
 		byID[steps[i].StepID] = &steps[i]
 		ids = append(ids, steps[i].StepID)
 	}
-	in := "?" + strings.Repeat(", ?", len(ids)-1)
-	q := fmt.Sprintf(`SELECT tool_call_id, call_index, step_id, function_name, result_status, result_step_id, result_link,
-  coalesce(strlen(arguments), 0), coalesce(strlen(result), 0)
-FROM read_parquet([%s]) WHERE session_id = ? AND _file_ = ? AND (step_id IN (%s) OR result_step_id IN (%s)) ORDER BY call_index`,
-		quoteList(files), in, in)
-	args := append(append([]any{key.SessionID, loc.stored}, ids...), ids...)
+	q, args := callsQuery(`tool_call_id, call_index, step_id, function_name, result_status, result_step_id, result_link,
+  coalesce(strlen(arguments), 0), coalesce(strlen(result), 0)`, files, key, loc, ids)
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("source %s: reading tool calls: %w", key.File, err)
@@ -330,12 +337,9 @@ func (r *Reader) attachCallBodies(ctx context.Context, db *sql.DB, loc *located,
 		byID[steps[i].StepID] = &steps[i]
 		ids = append(ids, steps[i].StepID)
 	}
-	in := "?" + strings.Repeat(", ?", len(ids)-1)
-	q := fmt.Sprintf(`SELECT tool_call_id, call_index, step_id, function_name, result_status, result_step_id, result_link,
-  coalesce(strlen(arguments), 0), coalesce(strlen(result), 0), arguments_valid, %s, %s, extra
-FROM read_parquet([%s]) WHERE session_id = ? AND _file_ = ? AND (step_id IN (%s) OR result_step_id IN (%s)) ORDER BY call_index`,
-		cut("arguments"), cut("result"), quoteList(files), in, in)
-	args := append(append([]any{key.SessionID, loc.stored}, ids...), ids...)
+	q, args := callsQuery(fmt.Sprintf(`tool_call_id, call_index, step_id, function_name, result_status, result_step_id, result_link,
+  coalesce(strlen(arguments), 0), coalesce(strlen(result), 0), arguments_valid, %s, %s, extra`, cut("arguments"), cut("result")),
+		files, key, loc, ids)
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("source %s: reading tool calls: %w", key.File, err)

@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -69,9 +70,16 @@ func main() {
 	bin := flag.String("bin", "", "pchronicle binary (default: built from ./cmd/pchronicle into -dir)")
 	child := flag.String("child", "", "internal: run one side (duck-count|duck-wide|normalize)")
 	corpusDir := flag.String("corpus", "", "internal: the corpus of a child")
+	cpuProfile := flag.String("cpuprofile", "", "with -child: write the child's CPU profile to this file (e.g. -child normalize -corpus DIR/codex/data -threads 1)")
 	flag.Parse()
 
 	if *child != "" {
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			check(err)
+			check(pprof.StartCPUProfile(f))
+			defer func() { pprof.StopCPUProfile(); check(f.Close()) }()
+		}
 		runChild(*child, *corpusDir, *threads)
 		return
 	}

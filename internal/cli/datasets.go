@@ -151,13 +151,12 @@ func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
 // openEngine builds the Snapshot for a command and a query engine over it;
 // close releases both.
 func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*catalog.Snapshot, *engine.Engine, func(), error) {
+	// The parser's instance opens while the Snapshot is discovered and the
+	// engine starts its first query's worker (engine.New).
+	parser := query.StartParser()
 	snap, isPositional, err := d.open(ctx, positional)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	parser, err := query.NewParser()
-	if err != nil {
-		snap.Close()
+		parser.Close()
 		return nil, nil, nil, err
 	}
 	eng := engine.New(snap, parser, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options)})

@@ -157,7 +157,9 @@ const errOnlySelect = "only SELECT, VALUES, DESCRIBE and EXPLAIN statements are 
 // concurrent use; calls share one connection and parse one at a time
 // (a parse takes well under a millisecond for ordinary queries).
 type Parser struct {
-	db *sql.DB
+	ready chan struct{} // closed once db (or err) is set
+	db    *sql.DB
+	err   error
 }
 
 // parserSetup locks the parser instance down before any user text reaches
@@ -174,6 +176,29 @@ var parserSetup = []string{
 
 // NewParser opens the parser-only DuckDB instance.
 func NewParser() (*Parser, error) {
+	p := StartParser()
+	<-p.ready
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p, nil
+}
+
+// StartParser returns a parser whose instance opens in the background; its
+// first use waits for it and fails with the open's error. A one-shot command
+// opens the parser this way while its query's own instance starts, since the
+// two opens are most of its fixed cost (docs/performance.md, "Normalization
+// cache").
+func StartParser() *Parser {
+	p := &Parser{ready: make(chan struct{})}
+	go func() {
+		defer close(p.ready)
+		p.db, p.err = openParserDB()
+	}()
+	return p
+}
+
+func openParserDB() (*sql.DB, error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, fmt.Errorf("query: open parser instance: %w", err)
@@ -186,11 +211,27 @@ func NewParser() (*Parser, error) {
 			return nil, fmt.Errorf("query: configure parser instance (%s): %w", stmt, err)
 		}
 	}
-	return &Parser{db: db}, nil
+	return db, nil
 }
 
-// Close releases the parser instance.
-func (p *Parser) Close() error { return p.db.Close() }
+// instance waits until the parser's instance is open.
+func (p *Parser) instance(ctx context.Context) (*sql.DB, error) {
+	select {
+	case <-p.ready:
+		return p.db, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close releases the parser instance (once it has opened).
+func (p *Parser) Close() error {
+	<-p.ready
+	if p.db == nil {
+		return nil
+	}
+	return p.db.Close()
+}
 
 // Analyze validates sql and computes the candidate sources of every Dataset
 // reference. A *ValidationError means the SQL is not allowed (or does not
@@ -234,8 +275,12 @@ func checkText(sql string) error {
 
 // serialize returns the single statement's query node.
 func (p *Parser) serialize(ctx context.Context, body string) (map[string]any, error) {
+	db, err := p.instance(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var text string
-	err := p.db.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
+	err = db.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
 	if err != nil {
 		return nil, fmt.Errorf("query: parse: %w", err)
 	}

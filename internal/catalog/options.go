@@ -39,7 +39,7 @@ type Options struct {
 	MaxConcurrentSources  int           `opt:"max_concurrent_sources" default:"4" check:"positive" help:"sources one query resolves at the same time"`
 	MaxEventFallbackRows  int64         `opt:"max_event_fallback_rows" default:"5000000" check:"nonnegative" help:"most canonical events one query may normalize when no fresh projection exists"`
 	MaxEventFallbackBytes int64         `opt:"max_event_fallback_bytes" default:"1073741824" check:"nonnegative" help:"most bytes of canonical event segments one query may normalize when no fresh projection exists"`
-	MaxDocumentMemory     int64         `opt:"max_document_memory" default:"2147483648" check:"nonnegative" help:"bytes of memory the JSON documents read whole while one query normalizes its sources may take at once, each counted at 6x its file size (0 = no limit)"`
+	MaxDocumentMemory     int64         `opt:"max_document_memory" default:"2147483648" check:"nonnegative" help:"bytes of memory the JSON documents read whole while one query normalizes its sources may take at once, each counted at 6x its file size, Claude Code sessions held until their file ends at 2x (0 = no limit)"`
 	MemoryLimit           string        `opt:"memory_limit" default:"2GB" check:"size" help:"DuckDB memory limit per query, e.g. 2GB or 512MiB"`
 	Threads               int           `opt:"threads" default:"0" check:"nonnegative" help:"DuckDB threads per query (0 = number of CPUs)"`
 	MaxSpillBytes         string        `opt:"max_spill_bytes" default:"10GB" check:"size0" help:"most bytes a query may spill to the Snapshot's temp directory, e.g. 10GB (0B = never spill)"`

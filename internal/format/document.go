@@ -23,7 +23,7 @@ func ReadWhole(ctx context.Context, r io.Reader, src Source, what string) (data 
 	if src.Size > MaxDocumentBytes {
 		return nil, nil, Errorf(src, 0, "", "%s: document larger than %d bytes", what, MaxDocumentBytes)
 	}
-	release, err = hold(ctx, src, src.Size)
+	release, err = hold(ctx, src, src.Size, false)
 	if err != nil {
 		return nil, nil, err
 	}

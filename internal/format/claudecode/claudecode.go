@@ -113,11 +113,17 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 
 // Normalize streams the transcript. It keeps the session's Storylines (the
 // main chain and one per sidechain) until the end of the file, then emits
-// the main Storyline followed by its subagents.
+// the main Storyline followed by its subagents; what they hold counts
+// against the query's document memory budget (format.HoldSession).
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
 	if layout != Layout {
 		return fmt.Errorf("claude-code: unknown layout %q", layout)
 	}
+	release, err := format.HoldSession(ctx, src)
+	if err != nil {
+		return err
+	}
+	defer release()
 	s := newSession(src)
 	if err := format.EachLine(ctx, r, s.line); err != nil {
 		return err

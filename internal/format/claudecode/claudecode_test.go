@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -269,6 +271,56 @@ func TestEdgeCases(t *testing.T) {
 			tt.check(t, sls)
 		})
 	}
+}
+
+// TestSessionCountsAgainstBudget: a session is held until its file ends,
+// so it counts against the query's document memory budget. One that fits
+// normalizes, and gives its memory back (a second one then fits too); one
+// that alone would exceed the budget fails before a line is read, naming
+// the file and the option.
+func TestSessionCountsAgainstBudget(t *testing.T) {
+	data, err := os.ReadFile("testdata/session-basic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(data))
+	src := format.Source{Path: "p/s.jsonl", File: "s.jsonl", Size: size}
+	budget := format.NewDocumentBudget(3 * size) // one session at a time
+	ctx, cancel := context.WithTimeout(format.WithDocumentBudget(context.Background(), budget), 10*time.Second)
+	defer cancel()
+	for i := range 2 { // the second waits forever unless the first gave its memory back
+		var n int
+		if err := New().Normalize(ctx, bytes.NewReader(data), src, Layout, func(*model.Storyline) error { n++; return nil }); err != nil || n != 1 {
+			t.Fatalf("session %d within the budget: %d Storylines, %v", i+1, n, err)
+		}
+	}
+	big := src
+	big.Size = 2 * size
+	r := &readCounter{r: bytes.NewReader(data)}
+	err = New().Normalize(ctx, r, big, Layout, func(*model.Storyline) error { return nil })
+	var be *format.BudgetError
+	if !errors.As(err, &be) || !be.Session || be.Path != "p/s.jsonl" {
+		t.Fatalf("a session larger than the budget: %v", err)
+	}
+	for _, want := range []string{"p/s.jsonl", "session is held in memory until its file ends", "--max-document-memory"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if r.n != 0 {
+		t.Errorf("%d bytes of the refused session were read", r.n)
+	}
+}
+
+type readCounter struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 func TestDetect(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -226,6 +227,9 @@ func scanObject(data []byte) (*Obj, []byte) {
 	if obj, rest, ok := scanCompleteLine(data); ok {
 		return obj, rest
 	}
+	if obj, rest, ok := scanComplete(data); ok {
+		return obj, rest
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
@@ -286,6 +290,30 @@ func scanCompleteLine(data []byte) (*Obj, []byte, bool) {
 		if _, dup := obj.Values[key]; !dup {
 			obj.Keys = append(obj.Keys, key)
 		}
+		obj.Values[key] = val
+	})
+	return obj, data[end:], true
+}
+
+// scanComplete is scanObject's fast path for an object that spans lines
+// and is all of data (a whole pretty-printed document: Inspect logs,
+// ATIF): the token decoder, which scanned every value twice and copied
+// it, took half the time of normalizing such files. One validation, then
+// a zero-copy split that reads the object as the decoder does: every key
+// in order (duplicates included), decoded by encoding/json, the last value
+// kept.
+func scanComplete(data []byte) (*Obj, []byte, bool) {
+	end := len(bytes.TrimRight(data, " \t\r\n"))
+	if !jsonx.Valid(data[:end]) {
+		return nil, nil, false
+	}
+	obj := &Obj{Values: map[string]json.RawMessage{}}
+	eachMember(data[:end], func(raw, val []byte) {
+		key := string(raw[1 : len(raw)-1])
+		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+			json.Unmarshal(raw, &key)
+		}
+		obj.Keys = append(obj.Keys, key)
 		obj.Values[key] = val
 	})
 	return obj, data[end:], true

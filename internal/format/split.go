@@ -198,8 +198,15 @@ func SplitArray(raw []byte) ([][]byte, bool) {
 }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r':
+			i++
+		case '\n':
+			i = jsonx.SpacesEnd(b, i+1)
+		default:
+			return i
+		}
 	}
 	return i
 }
@@ -226,6 +233,9 @@ func skipValue(b []byte, i int) int {
 				if depth == 0 {
 					return i + 1
 				}
+			case '\n':
+				i = jsonx.SpacesEnd(b, i+1)
+				continue
 			}
 			i++
 		}

@@ -12,6 +12,7 @@ package jsonx
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -92,6 +93,20 @@ func StringEnd(b []byte, i int) int {
 		}
 		j++
 	}
+}
+
+// SpacesEnd returns the index just after the run of spaces at b[i], eight
+// at a time: pretty-printed documents (Inspect logs, ATIF) are mostly
+// indentation outside their strings, which structural scans step over
+// after each newline.
+func SpacesEnd(b []byte, i int) int {
+	for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == 0x2020202020202020 {
+		i += 8
+	}
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	return i
 }
 
 // AppendQuoted appends s as a JSON string, as Marshal encodes it (no HTML

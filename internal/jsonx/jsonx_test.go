@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +23,17 @@ func TestCompactMatchesEncodingJSON(t *testing.T) {
 func TestAppendQuotedMatchesMarshal(t *testing.T) {
 	for _, s := range []string{"plain_key", "with \"quote\"", `back\slash`, "tab\there", "café", "<&>", "\u2028", "\xff", ""} {
 		checkQuoted(t, s)
+	}
+}
+
+func TestSpacesEnd(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		i, at int
+	}{{"", 0, 0}, {"x", 0, 0}, {"  x", 0, 2}, {"\n" + strings.Repeat(" ", 19) + "}", 1, 20}, {strings.Repeat(" ", 16), 3, 16}, {" \t ", 0, 1}} {
+		if got := SpacesEnd([]byte(c.s), c.i); got != c.at {
+			t.Errorf("SpacesEnd(%q, %d) = %d, want %d", c.s, c.i, got, c.at)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
 // docScanner reads one JSON document from a stream value by value, so that
@@ -175,6 +177,9 @@ func (s *docScanner) value(dst []byte, keep bool) ([]byte, error) {
 						end = i + 1
 						break scan
 					}
+				case '\n':
+					i = jsonx.SpacesEnd(chunk, i+1)
+					continue
 				}
 			}
 			i++

@@ -2,6 +2,12 @@ package objstore
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -10,6 +16,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -291,3 +299,91 @@ func FuzzGCSResponses(f *testing.F) {
 		}
 	})
 }
+
+// TestGCSDefaultCredentials runs the cloud path: Application Default
+// Credentials (a service-account file whose token endpoint is a test
+// server) with the SDK's scopes, the token on every request, the file's
+// quota project as X-Goog-User-Project, storage.googleapis.com as the host.
+func TestGCSDefaultCredentials(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var scopes []string
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		parts := strings.Split(r.PostForm.Get("assertion"), ".")
+		var claims struct {
+			Scope string `json:"scope"`
+		}
+		if len(parts) == 3 {
+			payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+			json.Unmarshal(payload, &claims)
+		}
+		mu.Lock()
+		scopes = strings.Fields(claims.Scope)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"test-token","token_type":"Bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(tokens.Close)
+	file, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "p", "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "sa@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokens.URL,
+		"quota_project_id": "quota-p",
+	})
+	path := filepath.Join(t.TempDir(), "sa.json")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+	t.Setenv("GOOGLE_CLOUD_QUOTA_PROJECT", "")
+
+	f := &fakeGCS{data: "abc"}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var hosts []string
+	redirect := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		hosts = append(hosts, r.URL.Scheme+"://"+r.URL.Host)
+		mu.Unlock()
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	b, err := NewGCS(context.Background(), "bkt", Config{Transport: redirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stat(context.Background(), "o"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(context.Background(), "o", strings.NewReader("abc"), 3); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(scopes, " ") != strings.Join(gcsScopes, " ") {
+		t.Errorf("token asked for scopes %q, want %q", scopes, gcsScopes)
+	}
+	for i, r := range f.reqs {
+		if r.Header.Get("Authorization") != "Bearer test-token" || r.Header.Get("X-Goog-User-Project") != "quota-p" || hosts[i] != "https://storage.googleapis.com" {
+			t.Errorf("%s %s to %s: Authorization %q, X-Goog-User-Project %q", r.Method, r.URL, hosts[i], r.Header.Get("Authorization"), r.Header.Get("X-Goog-User-Project"))
+		}
+	}
+	if len(f.reqs) != 2 {
+		t.Fatalf("%d requests", len(f.reqs))
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"google.golang.org/api/googleapi"
 )
 
-// httpStatus digs the HTTP status out of an SDK error (AWS, Azure and
-// GCS response errors); 0 when there is none.
+// httpStatus digs the HTTP status out of a response error (the AWS and
+// Azure SDKs', the GCS backend's *gcsError); 0 when there is none.
 func httpStatus(err error) int {
 	var aws interface{ HTTPStatusCode() int }
 	var az *azcore.ResponseError
-	var gcs *googleapi.Error
+	var gcs *gcsError
 	switch {
 	case errors.As(err, &aws):
 		return aws.HTTPStatusCode()

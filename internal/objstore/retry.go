@@ -5,10 +5,9 @@ import (
 	"time"
 )
 
-// Retry bounds how hard a Bucket tries before it reports a failure. Every
-// backend's SDK retryer is configured from it (S3, Azure and GCS alike),
-// and the transport under the SDKs enforces the timeouts and the read
-// budget. Zero fields take the defaults; docs/object-stores.md ("Retries
+// Retry bounds how hard a Bucket tries before it reports a failure. The S3
+// and Azure SDK retryers and the GCS backend's own are configured from it,
+// and the transport under them enforces the timeouts and the read budget. Zero fields take the defaults; docs/object-stores.md ("Retries
 // and timeouts") says what a user sees.
 type Retry struct {
 	// Attempts is the most requests one call makes, the first included,

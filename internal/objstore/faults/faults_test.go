@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -95,14 +96,14 @@ func TestFaults(t *testing.T) {
 }
 
 func TestDropReachesTheServer(t *testing.T) {
-	hits := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	var hits atomic.Int32 // the handler runs on the server's goroutine
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
 	p := faults.New(t, srv.URL)
 	p.Add(faults.Rule{Match: func(*http.Request) bool { return true }, Times: 1, Fault: faults.Drop()})
 	req, _ := http.NewRequest(http.MethodPut, p.URL+"/b/key", strings.NewReader("x"))
-	if _, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil || hits != 1 {
-		t.Fatalf("dropped put: %v, server saw %d requests; want an error after the server got it", err, hits)
+	if _, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil || hits.Load() != 1 {
+		t.Fatalf("dropped put: %v, server saw %d requests; want an error after the server got it", err, hits.Load())
 	}
 }
 

@@ -3,16 +3,17 @@ package testservers
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"google.golang.org/api/option"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
 )
@@ -80,18 +81,20 @@ func (s *Server) NewAzureContainer(t testing.TB) string {
 	return name
 }
 
-// NewGCSBucket creates a fresh bucket and returns its name.
+// NewGCSBucket creates a fresh bucket (buckets.insert on the JSON API)
+// and returns its name.
 func (s *Server) NewGCSBucket(t testing.TB) string {
 	t.Helper()
-	ctx := context.Background()
-	client, err := storage.NewClient(ctx, option.WithEndpoint(s.Endpoint+"/storage/v1/"), option.WithoutAuthentication())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
 	name := bucketName()
-	if err := client.Bucket(name).Create(ctx, "pchronicle-test", nil); err != nil {
+	u := s.Endpoint + "/storage/v1/b?" + url.Values{"project": {"pchronicle-test"}}.Encode()
+	resp, err := http.Post(u, "application/json", strings.NewReader(fmt.Sprintf(`{"name":%q}`, name)))
+	if err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		t.Fatalf("create bucket %s: %s: %s", name, resp.Status, msg)
 	}
 	return name
 }

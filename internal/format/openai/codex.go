@@ -30,8 +30,9 @@ type rollout struct {
 	metaExtra, turnExtra *string
 	// payload holds the current line's payload members. It is one map for
 	// all lines (nothing keeps a line's members past the line), which spares
-	// an allocation per line.
+	// an allocation per line; members is the scanner's buffer for them.
 	payload map[string]jsonx.RawMessage
+	members []member
 }
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
@@ -39,17 +40,32 @@ type rolloutLine struct {
 	Timestamp jsonx.RawMessage `json:"timestamp"`
 	Type      string           `json:"type"`
 	Payload   jsonx.RawMessage `json:"payload"`
+	// split says that members are the payload's, an object split while the
+	// line was validated.
+	split   bool
+	members []member
 }
 
-// envelopeKeys are the members of a line's envelope, as decodeRolloutLine
+// envelopeKeys are the members of a line's envelope, as decodeEnvelope
 // reads them.
 var envelopeKeys = []string{"timestamp", "type", "payload"}
 
-// decodeRolloutLine decodes a line's envelope. A valid object whose type
-// is a string (every real line) is split without a copy; anything else
-// goes through the codec, which gives the same values or error as ever.
-// The payload aliases line.
-func decodeRolloutLine(line []byte) (rolloutLine, error) {
+// decodeRolloutLine decodes a line's envelope, in one pass with the
+// payload's members (appended to buf) when scanRolloutLine can, else with
+// decodeEnvelope, which gives the same values. The payload and members
+// alias line.
+func decodeRolloutLine(line []byte, buf []member) (rolloutLine, error) {
+	if env, members, object, ok := scanRolloutLine(line, buf); ok {
+		env.split, env.members = object, members
+		return env, nil
+	}
+	return decodeEnvelope(line)
+}
+
+// decodeEnvelope decodes a line's envelope. A valid object whose type is a
+// string is split without a copy; anything else goes through the codec,
+// which gives the same values or error as ever.
+func decodeEnvelope(line []byte) (rolloutLine, error) {
 	var f [3][]byte // timestamp, type, payload
 	if jsonx.Valid(line) && format.Fields(line, envelopeKeys, f[:]) {
 		if typ := bytes.TrimSpace(f[1]); len(typ) > 0 && typ[0] == '"' {
@@ -73,7 +89,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	if err != nil && err != io.EOF {
 		return format.Errorf(src, 1, "", "read: %w", err)
 	}
-	env, err := decodeRolloutLine(first)
+	env, err := decodeRolloutLine(first, nil)
 	if err != nil || env.Type == "" {
 		// Not a rollout line: the legacy document, possibly pretty-printed.
 		top, release, err := readDocument(ctx, io.MultiReader(bytes.NewReader(first), br), src)
@@ -88,7 +104,10 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
 		n++ // the first line was read above
-		env, err := decodeRolloutLine(line)
+		env, err := decodeRolloutLine(line, ro.members)
+		if env.split {
+			ro.members = env.members
+		}
 		if err != nil {
 			ro.b.warnAt(loc{line: n}, "unreadable line skipped: "+err.Error())
 			return nil
@@ -113,7 +132,12 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.lastTS = ts
 	}
 	p := ro.payload
-	if !format.SplitObjectInto(p, env.Payload) { // the line was validated
+	if env.split {
+		clear(p)
+		for _, m := range env.members {
+			p[format.Symbol(m.key)] = m.val // the member name, as SplitObjectInto decodes it
+		}
+	} else if !format.SplitObjectInto(p, env.Payload) { // the line was validated
 		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
 		return
 	}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -33,6 +34,9 @@ type rollout struct {
 	// an allocation per line; members is the scanner's buffer for them.
 	payload map[string]jsonx.RawMessage
 	members []member
+	// read and size are the bytes read so far and the file's (0: unknown),
+	// to extrapolate how many steps and calls are still to come.
+	read, size int64
 }
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
@@ -100,10 +104,12 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
-		payload: make(map[string]jsonx.RawMessage, 8)}
+		payload: make(map[string]jsonx.RawMessage, 8), read: int64(len(first)), size: src.Size}
+	ro.reserve(br)
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
 		n++ // the first line was read above
+		ro.read += int64(len(line)) + 1
 		env, err := decodeRolloutLine(line, ro.members)
 		if env.split {
 			ro.members = env.members
@@ -119,6 +125,48 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return err
 	}
 	return emit(ro.finish(src))
+}
+
+// reserve sizes the step and tool-call slices for the lines already
+// buffered (all of most files): regrowing them one step at a time copied
+// the steps again and again, and the GC scanned every copy, a fifth of the
+// CPU time. A line is at most one step, and real rollouts have about a
+// third as many calls as lines (a call, its output, a token count).
+func (ro *rollout) reserve(br *bufio.Reader) {
+	buffered, _ := br.Peek(br.Buffered())
+	lines := bytes.Count(buffered, []byte{'\n'}) + 2 // the first line, and a last one without a newline
+	ro.b.sl.Steps = make([]model.Step, 0, lines)
+	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, lines/3)
+}
+
+// room makes sure the next step and call fit, growing a full slice by what
+// its growth so far predicts for the rest of the file.
+func (ro *rollout) room() {
+	sl := ro.b.sl
+	if len(sl.Steps) == cap(sl.Steps) {
+		sl.Steps = grow(sl.Steps, ro.more(len(sl.Steps)))
+	}
+	if len(sl.ToolCalls) == cap(sl.ToolCalls) {
+		sl.ToolCalls = grow(sl.ToolCalls, ro.more(len(sl.ToolCalls)))
+	}
+}
+
+// more is how many more elements a full slice of n needs: n again when the
+// file's size is unknown, else its density so far over the bytes still to
+// read (with an eighth more), between a quarter of n and n.
+func (ro *rollout) more(n int) int {
+	if ro.size <= ro.read || ro.read == 0 {
+		return max(n, 8)
+	}
+	est := int64(n) * (ro.size - ro.read) / ro.read
+	return int(min(max(est+est/8, int64(n/4+1)), int64(max(n, 8))))
+}
+
+// grow returns s with room for exactly m more elements.
+func grow[T any](s []T, m int) []T {
+	out := make([]T, len(s), len(s)+m)
+	copy(out, s)
+	return out
 }
 
 func (ro *rollout) line(n int64, env rolloutLine) {
@@ -147,12 +195,14 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 	case "turn_context":
 		ro.turnContext(p)
 	case "response_item":
+		ro.room()
 		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: at.sub("payload"), ts: ts, model: ro.model}) {
 			ro.pendingAgent = len(ro.b.sl.Steps) - 1
 		}
 	case "event_msg":
 		ro.event(n, at, p)
 	case "compacted":
+		ro.room()
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
 			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,

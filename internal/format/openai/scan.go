@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/binary"
 	"math/bits"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -10,18 +9,28 @@ import (
 // This file validates a rollout line and splits its envelope and payload in
 // one pass. Validating (jsonx.Valid), then finding the envelope's members,
 // then splitting the payload read every byte of a line three times, which
-// dominated the Codex profile. The scanner accepts a subset of what
-// jsonx.Valid accepts (it gives up on deep nesting and escaped envelope
-// names); a line it does not accept takes the general path, so results and
-// errors are those of that path whatever the input.
+// dominated the Codex profile. The scanner accepts what jsonx.Valid
+// accepts, but gives up on lines that are not objects with a string type or
+// that have escaped envelope names; such a line takes the general path, so
+// results and errors are those of that path whatever the input.
 
 // member is one member of a JSON object: its name as written (a JSON
 // string) and its value, both aliasing the line.
 type member struct{ key, val []byte }
 
-// maxScanDepth bounds the nesting the scanner follows; deeper values take
-// the general path, which applies the codec's own limit.
-const maxScanDepth = 512
+// text is what the scanner reads: a line, or a string decoded from one.
+type text interface{ ~string | ~[]byte }
+
+// maxScanDepth is the nesting the codecs accept (encoding/json's limit,
+// which goccy applies too), so that isJSON is their Valid.
+const maxScanDepth = 10000
+
+// isJSON reports whether b is one valid JSON value, as jsonx.Valid and
+// encoding/json's Valid do.
+func isJSON[T text](b T) bool {
+	end, ok := scanValue(b, skipWS(b, 0), 0)
+	return ok && skipWS(b, end) == len(b)
+}
 
 // scanRolloutLine validates line and returns its envelope with the
 // payload's members appended to members[:0] (payloadObject false when the
@@ -62,12 +71,12 @@ func scanRolloutLine(line []byte, members []member) (env rolloutLine, out []memb
 						return env, out, false, false
 					}
 					payloadObject = true
-				} else if i, ok = scanValue(b, i); !ok {
+				} else if i, ok = scanValue(b, i, 1); !ok {
 					return env, out, false, false
 				}
 				env.Payload = b[vstart:i]
 			default:
-				if i, ok = scanValue(b, i); !ok {
+				if i, ok = scanValue(b, i, 1); !ok {
 					return env, out, false, false
 				}
 				switch string(key) {
@@ -123,7 +132,7 @@ func scanMembers(b []byte, i int, out []member) (int, []member, bool) {
 		}
 		i = skipWS(b, i+1)
 		vstart := i
-		if i, ok = scanValue(b, i); !ok {
+		if i, ok = scanValue(b, i, 2); !ok {
 			return i, out, false
 		}
 		out = append(out, member{key: key, val: b[vstart:i]})
@@ -138,9 +147,9 @@ func scanMembers(b []byte, i int, out []member) (int, []member, bool) {
 	}
 }
 
-// scanValue validates the JSON value at b[i] (no leading space) and
-// returns the index just after it.
-func scanValue(b []byte, i int) (int, bool) {
+// scanValue validates the JSON value at b[i] (no leading space), inside
+// open containers, and returns the index just after it.
+func scanValue[T text](b T, i, open int) (int, bool) {
 	var buf [32]byte
 	stack := buf[:0] // the closing byte of each open container
 	var ok bool
@@ -151,6 +160,9 @@ func scanValue(b []byte, i int) (int, bool) {
 		}
 		switch b[i] {
 		case '{', '[':
+			if open+len(stack) == maxScanDepth {
+				return i, false
+			}
 			closer := byte('}')
 			if b[i] == '[' {
 				closer = ']'
@@ -158,9 +170,6 @@ func scanValue(b []byte, i int) (int, bool) {
 			if i = skipWS(b, i+1); i < len(b) && b[i] == closer {
 				i++
 				break
-			}
-			if len(stack) == maxScanDepth {
-				return i, false
 			}
 			stack = append(stack, closer)
 			if closer == '}' {
@@ -220,7 +229,7 @@ func scanValue(b []byte, i int) (int, bool) {
 
 // scanKey validates a member name and its colon at b[i] and returns the
 // index of the value.
-func scanKey(b []byte, i int) (int, bool) {
+func scanKey[T text](b T, i int) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return i, false
 	}
@@ -242,11 +251,11 @@ const (
 // scanString validates the string at b[i] (a quote) and returns the index
 // just after it. Eight bytes are tested at a time for a quote, a backslash
 // or a control character; the lowest flagged byte is exact.
-func scanString(b []byte, i int) (int, bool) {
+func scanString[T text](b T, i int) (int, bool) {
 	i++
 	for {
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
+			x := load64(b, i)
 			quote := x ^ (lsb * '"')
 			slash := x ^ (lsb * '\\')
 			hit := ((quote - lsb) &^ quote) | ((slash - lsb) &^ slash) | (x - lsb*0x20)
@@ -288,9 +297,17 @@ func scanString(b []byte, i int) (int, bool) {
 	}
 }
 
+// load64 is binary.LittleEndian.Uint64 of b[i:], for strings too (the
+// compiler merges the loads).
+func load64[T text](b T, i int) uint64 {
+	_ = b[i+7]
+	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+}
+
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
-func scanLiteral(b []byte, i int, lit string) (int, bool) {
+func scanLiteral[T text](b T, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return i, false
 	}
@@ -298,7 +315,7 @@ func scanLiteral(b []byte, i int, lit string) (int, bool) {
 }
 
 // scanNumber validates the number at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(b []byte, i int) (int, bool) {
+func scanNumber[T text](b T, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -331,14 +348,14 @@ func scanNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
-func digits(b []byte, i int) int {
+func digits[T text](b T, i int) int {
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
 		i++
 	}
 	return i
 }
 
-func skipWS(b []byte, i int) int {
+func skipWS[T text](b T, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,9 +12,9 @@ import (
 )
 
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
-// a line it accepts is valid JSON whose envelope and payload members are
-// what decodeEnvelope and SplitObject give, and scanValue agrees with
-// jsonx.Valid on any value that is not deeply nested.
+// isJSON is jsonx.Valid and encoding/json's Valid, and a line the
+// scanner accepts is valid JSON whose envelope and payload members are what
+// decodeEnvelope and SplitObject give. argumentsText is ArgumentsText.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
@@ -22,16 +24,21 @@ func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range []string{`{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
 		`{"type":"x","payload":[],"payload":{"k":true}}`, `{"type":"x","payload":{"k":null},"payload":7}`,
 		`{"type":"x","p\u0061yload":{}}`, `{"type":1}`, `{"type":"a","type":"b"}`, " {\"type\" : \"x\" , \"payload\" : { \"a\" : [ 1 , 2 ] } } ",
-		"{\"type\":\"\xff\",\"payload\":{\"\xfe\":\"\x01\"}}", `{"type":"x","payload":{"a":"\ud800"}}`, `[{"type":"x"}]`} {
+		"{\"type\":\"\xff\",\"payload\":{\"\xfe\":\"\x01\"}}", `{"type":"x","payload":{"a":"\ud800"}}`, `[{"type":"x"}]`,
+		`{"type":"x","payload":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
+		`{"type":"x","payload":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		line = bytes.TrimSpace(line)
-		end, ok := scanValue(line, skipWS(line, 0))
-		scanned := ok && skipWS(line, end) == len(line)
-		if valid := jsonx.Valid(line); scanned && !valid || !scanned && valid && depth(line) < maxScanDepth {
-			t.Fatalf("scanValue %v, jsonx.Valid %v", scanned, valid)
+		if v, valid, std := isJSON(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || isJSON(string(line)) != v {
+			t.Fatalf("isJSON %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
 		}
+		text, valid := argumentsText(line)
+		if wantText, wantValid := format.ArgumentsText(line); !reflect.DeepEqual(text, wantText) || valid != wantValid {
+			t.Fatalf("argumentsText %v %v, want %v %v", text, valid, wantText, wantValid)
+		}
+		line = bytes.TrimSpace(line)
 		env, members, object, ok := scanRolloutLine(line, nil)
 		if !ok {
 			return

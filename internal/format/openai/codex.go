@@ -34,6 +34,11 @@ type rollout struct {
 	// an allocation per line; members is the scanner's buffer for them.
 	payload map[string]jsonx.RawMessage
 	members []member
+	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
+	// as written and as parsed.
+	tsRaw  []byte
+	ts     *time.Time
+	tsSeen bool
 	// read and size are the bytes read so far and the file's (0: unknown),
 	// to extrapolate how many steps and calls are still to come.
 	read, size int64
@@ -169,11 +174,25 @@ func grow[T any](s []T, m int) []T {
 	return out
 }
 
+// time parses a line's timestamp. A line often has the previous line's (a
+// call and the events it caused), which is then neither parsed nor
+// allocated again: nothing writes through the pointer, which steps and the
+// run share anyway.
+func (ro *rollout) time(raw []byte) *time.Time {
+	if ro.tsSeen && bytes.Equal(raw, ro.tsRaw) {
+		return ro.ts
+	}
+	ro.tsSeen, ro.tsRaw, ro.ts = true, append(ro.tsRaw[:0], raw...), nil
+	if t, ok := format.Time(raw); ok {
+		ro.ts = model.Time(t)
+	}
+	return ro.ts
+}
+
 func (ro *rollout) line(n int64, env rolloutLine) {
 	at := loc{line: n}
-	var ts *time.Time
-	if t, ok := format.Time(env.Timestamp); ok {
-		ts = model.Time(t)
+	ts := ro.time(env.Timestamp)
+	if ts != nil {
 		if ro.firstTS == nil {
 			ro.firstTS = ts
 		}

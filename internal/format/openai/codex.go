@@ -32,8 +32,10 @@ type rollout struct {
 	// payload holds the current line's payload members. It is one map for
 	// all lines (nothing keeps a line's members past the line), which spares
 	// an allocation per line; members is the scanner's buffer for them.
-	payload map[string]jsonx.RawMessage
-	members []member
+	// large takes the payloads of more than smallPayload members (turn
+	// contexts), so that payload stays a small map, cheap to clear and range.
+	payload, large map[string]jsonx.RawMessage
+	members        []member
 	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
 	// as written and as parsed.
 	tsRaw  []byte
@@ -43,6 +45,14 @@ type rollout struct {
 	// to extrapolate how many steps and calls are still to come.
 	read, size int64
 }
+
+// payloadPointer is at.sub("payload") of a line, built once rather than
+// for every item.
+var payloadPointer = format.Pointer("payload")
+
+// smallPayload is the most members a Go map holds without growing into a
+// table, whose clear and range cost several times more.
+const smallPayload = 8
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
 type rolloutLine struct {
@@ -109,7 +119,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
-		payload: make(map[string]jsonx.RawMessage, 8), read: int64(len(first)), size: src.Size}
+		payload: make(map[string]jsonx.RawMessage, smallPayload), large: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
 	ro.reserve(br)
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
@@ -200,13 +210,23 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 	}
 	p := ro.payload
 	if env.split {
-		clear(p)
-		for _, m := range env.members {
-			p[format.Symbol(m.key)] = m.val // the member name, as SplitObjectInto decodes it
+		if len(env.members) > smallPayload {
+			p = ro.large
 		}
-	} else if !format.SplitObjectInto(p, env.Payload) { // the line was validated
-		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
-		return
+		clear(p)
+		keys := ro.b.itemKeys[:0]
+		for _, m := range env.members {
+			k := format.Symbol(m.key) // the member name, as SplitObjectInto decodes it
+			p[k] = m.val
+			keys = append(keys, k)
+		}
+		ro.b.itemKeys = keys
+	} else {
+		ro.b.itemKeys = nil
+		if !format.SplitObjectInto(p, env.Payload) { // the line was validated
+			ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
+			return
+		}
 	}
 	switch env.Type {
 	case "session_meta":
@@ -215,7 +235,7 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.turnContext(p)
 	case "response_item":
 		ro.room()
-		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: at.sub("payload"), ts: ts, model: ro.model}) {
+		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: loc{line: n, ptr: payloadPointer}, ts: ts, model: ro.model}) {
 			ro.pendingAgent = len(ro.b.sl.Steps) - 1
 		}
 	case "event_msg":
@@ -225,7 +245,7 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
 			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,
-			Extra: format.Extra(p, "message"),
+			Extra: ro.b.itemExtra(p, "message"),
 		})
 	default:
 		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")
@@ -284,22 +304,24 @@ func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
 	}
 }
 
+var tokenInfoKeys = []string{"total_token_usage", "last_token_usage"}
+
 // tokenCount attributes a model call's usage (last_token_usage) to the
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
 func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
-	info := format.SplitObject(p["info"])
-	if info == nil {
+	var info [2][]byte // total_token_usage, last_token_usage; no map for two members
+	if !format.Fields(p["info"], tokenInfoKeys, info[:]) {
 		return
 	}
-	total := info["total_token_usage"]
+	total := info[0]
 	if ro.lastTotal != nil && bytes.Equal(total, ro.lastTotal) {
 		return
 	}
 	if !format.IsNull(total) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
 	}
-	u := format.ParseUsage(info["last_token_usage"])
+	u := format.ParseUsage(info[1])
 	if u.Empty() {
 		return
 	}

@@ -9,12 +9,14 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
 // isJSON is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
-// decodeEnvelope and SplitObject give. argumentsText is ArgumentsText.
+// decodeEnvelope and SplitObject give, with extraOf their Extra.
+// argumentsText is ArgumentsText.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
@@ -55,8 +57,15 @@ func FuzzScanRolloutLine(f *testing.F) {
 			t.Fatalf("payload object %v, SplitObject %v", object, split != nil)
 		}
 		got := map[string]jsonx.RawMessage{}
+		var names []string
 		for _, m := range members {
 			got[format.Symbol(m.key)] = m.val
+			names = append(names, format.Symbol(m.key))
+		}
+		for _, known := range [][]string{nil, {"type", "output"}} {
+			if e, want := extraOf(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("extraOf %v, want %v", model.Deref(e), model.Deref(want))
+			}
 		}
 		if object && len(got) != len(split) {
 			t.Fatalf("members %q, want %q", got, split)

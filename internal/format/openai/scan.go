@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/binary"
 	"math/bits"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -297,12 +298,10 @@ func scanString[T text](b T, i int) (int, bool) {
 	}
 }
 
-// load64 is binary.LittleEndian.Uint64 of b[i:], for strings too (the
-// compiler merges the loads).
+// load64 is binary.LittleEndian.Uint64 of b[i:]: one load for a line (a
+// string's eight bytes are copied to the stack).
 func load64[T text](b T, i int) uint64 {
-	_ = b[i+7]
-	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+	return binary.LittleEndian.Uint64([]byte(b[i : i+8]))
 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }

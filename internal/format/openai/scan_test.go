@@ -16,7 +16,7 @@ import (
 // isJSON is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
 // decodeEnvelope and SplitObject give, with extraOf their Extra.
-// argumentsText is ArgumentsText.
+// argumentsText is ArgumentsText, and textArray Content.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
@@ -39,6 +39,11 @@ func FuzzScanRolloutLine(f *testing.F) {
 		text, valid := argumentsText(line)
 		if wantText, wantValid := format.ArgumentsText(line); !reflect.DeepEqual(text, wantText) || valid != wantValid {
 			t.Fatalf("argumentsText %v %v, want %v %v", text, valid, wantText, wantValid)
+		}
+		if text, ok := textArray(line); ok {
+			if want, kind, ok := format.Content(format.CompactJSON(line)); text != want || kind != format.KindText || !ok {
+				t.Fatalf("textArray %q, want %q %s %v", text, want, kind, ok)
+			}
 		}
 		line = bytes.TrimSpace(line)
 		env, members, object, ok := scanRolloutLine(line, nil)

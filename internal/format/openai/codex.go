@@ -142,6 +142,11 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	return emit(ro.finish(src))
 }
 
+// minStepLine is the size of a short item line, {"timestamp": …,
+// "type":"response_item","payload":{"type":"message"}}, below which lines
+// are not counted as steps (blank ones, say).
+const minStepLine = 96
+
 // reserve sizes the step and tool-call slices for the lines already
 // buffered (all of most files): regrowing them one step at a time copied
 // the steps again and again, and the GC scanned every copy, a fifth of the
@@ -150,6 +155,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 func (ro *rollout) reserve(br *bufio.Reader) {
 	buffered, _ := br.Peek(br.Buffered())
 	lines := bytes.Count(buffered, []byte{'\n'}) + 2 // the first line, and a last one without a newline
+	lines = min(lines, len(buffered)/minStepLine+2)
 	ro.b.sl.Steps = make([]model.Step, 0, lines)
 	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, lines/3)
 }

@@ -33,3 +33,22 @@ func BenchmarkNormalizeChatJSONL(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNormalizeCodex measures a Codex rollout (the layout of the
+// DuckDB read_json comparison's codex shape), one file per iteration.
+func BenchmarkNormalizeCodex(b *testing.B) {
+	data := sample(b, "codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl")
+	src := format.Source{Path: "rollout.jsonl", File: "rollout.jsonl"}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var steps int
+		err := New().Normalize(context.Background(), bytes.NewReader(data), src, layoutCodex, func(sl *model.Storyline) error {
+			steps += len(sl.Steps)
+			return nil
+		})
+		if err != nil || steps == 0 {
+			b.Fatal(err, steps)
+		}
+	}
+}

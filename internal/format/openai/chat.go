@@ -217,7 +217,43 @@ func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 	if len(raw) > 0 && raw[0] == '"' {
 		return format.String(raw), format.KindText, true
 	}
+	if len(raw) > 0 && raw[0] == '[' {
+		if text, ok := textArray(raw); ok {
+			return text, format.KindText, true
+		}
+	}
 	return format.Content(format.CompactJSON(raw))
+}
+
+var textPartKeys = []string{"type", "text"}
+
+// textArray is the text format.Content gives an array of text parts, read
+// with the scanner and Fields: decoding the parts into maps with the codec
+// was most of the cost of message and reasoning content. ok is false when
+// raw is not valid JSON or not all text parts, which Content then maps.
+func textArray(raw []byte) (string, bool) {
+	if !isJSON(raw) {
+		return "", false
+	}
+	elems, isArray := format.SplitArray(raw)
+	if !isArray {
+		return "", false
+	}
+	var buf [4]string
+	texts := buf[:0]
+	for _, e := range elems {
+		var part [2][]byte // type, text
+		if !format.Fields(e, textPartKeys, part[:]) || part[1] == nil {
+			return "", false
+		}
+		switch format.String(part[0]) {
+		case "", "text", "input_text", "output_text", "summary_text", "reasoning_text":
+		default:
+			return "", false
+		}
+		texts = append(texts, format.String(part[1]))
+	}
+	return strings.Join(texts, "\n"), true
 }
 
 func stringValue(raw jsonx.RawMessage) (string, bool) {
@@ -437,13 +473,26 @@ func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at 
 // JSON string was encoded twice: it stays raw (it is valid JSON), with a
 // warning.
 func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string, bool) {
-	text, valid := format.ArgumentsText(raw)
+	text, valid := argumentsText(raw)
 	if valid && text != nil {
 		if t := strings.TrimSpace(*text); len(t) > 0 && t[0] == '"' {
 			b.warnAt(at, "arguments are double-encoded JSON (a JSON string holding JSON); kept raw", parts...)
 		}
 	}
 	return text, valid
+}
+
+// argumentsText is format.ArgumentsText, with the JSON check of a string's
+// text done by the scanner: encoding/json's Valid reads a byte at a time and
+// allocates its error for text that is not JSON, a twentieth of the Codex
+// profile.
+func argumentsText(raw jsonx.RawMessage) (*string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return format.ArgumentsText(raw)
+	}
+	s := format.String(raw)
+	return &s, isJSON(s)
 }
 
 // chatResult links a tool/function message to the call it answers.

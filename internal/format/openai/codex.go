@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -30,26 +31,60 @@ type rollout struct {
 	metaExtra, turnExtra *string
 	// payload holds the current line's payload members. It is one map for
 	// all lines (nothing keeps a line's members past the line), which spares
-	// an allocation per line.
-	payload map[string]jsonx.RawMessage
+	// an allocation per line; members is the scanner's buffer for them.
+	// large takes the payloads of more than smallPayload members (turn
+	// contexts), so that payload stays a small map, cheap to clear and range.
+	payload, large map[string]jsonx.RawMessage
+	members        []member
+	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
+	// as written and as parsed.
+	tsRaw  []byte
+	ts     *time.Time
+	tsSeen bool
+	// read and size are the bytes read so far and the file's (0: unknown),
+	// to extrapolate how many steps and calls are still to come.
+	read, size int64
 }
+
+// payloadPointer is at.sub("payload") of a line, built once rather than
+// for every item.
+var payloadPointer = format.Pointer("payload")
+
+// smallPayload is the most members a Go map holds without growing into a
+// table, whose clear and range cost several times more.
+const smallPayload = 8
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
 type rolloutLine struct {
 	Timestamp jsonx.RawMessage `json:"timestamp"`
 	Type      string           `json:"type"`
 	Payload   jsonx.RawMessage `json:"payload"`
+	// split says that members are the payload's, an object split while the
+	// line was validated.
+	split   bool
+	members []member
 }
 
-// envelopeKeys are the members of a line's envelope, as decodeRolloutLine
+// envelopeKeys are the members of a line's envelope, as decodeEnvelope
 // reads them.
 var envelopeKeys = []string{"timestamp", "type", "payload"}
 
-// decodeRolloutLine decodes a line's envelope. A valid object whose type
-// is a string (every real line) is split without a copy; anything else
-// goes through the codec, which gives the same values or error as ever.
-// The payload aliases line.
-func decodeRolloutLine(line []byte) (rolloutLine, error) {
+// decodeRolloutLine decodes a line's envelope, in one pass with the
+// payload's members (appended to buf) when scanRolloutLine can, else with
+// decodeEnvelope, which gives the same values. The payload and members
+// alias line.
+func decodeRolloutLine(line []byte, buf []member) (rolloutLine, error) {
+	if env, members, object, ok := scanRolloutLine(line, buf); ok {
+		env.split, env.members = object, members
+		return env, nil
+	}
+	return decodeEnvelope(line)
+}
+
+// decodeEnvelope decodes a line's envelope. A valid object whose type is a
+// string is split without a copy; anything else goes through the codec,
+// which gives the same values or error as ever.
+func decodeEnvelope(line []byte) (rolloutLine, error) {
 	var f [3][]byte // timestamp, type, payload
 	if jsonx.Valid(line) && format.Fields(line, envelopeKeys, f[:]) {
 		if typ := bytes.TrimSpace(f[1]); len(typ) > 0 && typ[0] == '"' {
@@ -73,7 +108,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	if err != nil && err != io.EOF {
 		return format.Errorf(src, 1, "", "read: %w", err)
 	}
-	env, err := decodeRolloutLine(first)
+	env, err := decodeRolloutLine(first, nil)
 	if err != nil || env.Type == "" {
 		// Not a rollout line: the legacy document, possibly pretty-printed.
 		top, release, err := readDocument(ctx, io.MultiReader(bytes.NewReader(first), br), src)
@@ -84,11 +119,16 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
-		payload: make(map[string]jsonx.RawMessage, 8)}
+		payload: make(map[string]jsonx.RawMessage, smallPayload), large: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
+	ro.reserve(br)
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
 		n++ // the first line was read above
-		env, err := decodeRolloutLine(line)
+		ro.read += int64(len(line)) + 1
+		env, err := decodeRolloutLine(line, ro.members)
+		if env.split {
+			ro.members = env.members
+		}
 		if err != nil {
 			ro.b.warnAt(loc{line: n}, "unreadable line skipped: "+err.Error())
 			return nil
@@ -102,20 +142,97 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 	return emit(ro.finish(src))
 }
 
+// minStepLine is the size of a short item line, {"timestamp": …,
+// "type":"response_item","payload":{"type":"message"}}, below which lines
+// are not counted as steps (blank ones, say).
+const minStepLine = 96
+
+// reserve sizes the step and tool-call slices for the lines already
+// buffered (all of most files): regrowing them one step at a time copied
+// the steps again and again, and the GC scanned every copy, a fifth of the
+// CPU time. A line is at most one step, and real rollouts have about a
+// third as many calls as lines (a call, its output, a token count).
+func (ro *rollout) reserve(br *bufio.Reader) {
+	buffered, _ := br.Peek(br.Buffered())
+	lines := bytes.Count(buffered, []byte{'\n'}) + 2 // the first line, and a last one without a newline
+	lines = min(lines, len(buffered)/minStepLine+2)
+	ro.b.sl.Steps = make([]model.Step, 0, lines)
+	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, lines/3)
+}
+
+// room makes sure the next step and call fit, growing a full slice by what
+// its growth so far predicts for the rest of the file.
+func (ro *rollout) room() {
+	sl := ro.b.sl
+	if len(sl.Steps) == cap(sl.Steps) {
+		sl.Steps = grow(sl.Steps, ro.more(len(sl.Steps)))
+	}
+	if len(sl.ToolCalls) == cap(sl.ToolCalls) {
+		sl.ToolCalls = grow(sl.ToolCalls, ro.more(len(sl.ToolCalls)))
+	}
+}
+
+// more is how many more elements a full slice of n needs: n again when the
+// file's size is unknown, else its density so far over the bytes still to
+// read (with an eighth more), between a quarter of n and n.
+func (ro *rollout) more(n int) int {
+	if ro.size <= ro.read || ro.read == 0 {
+		return max(n, 8)
+	}
+	est := int64(n) * (ro.size - ro.read) / ro.read
+	return int(min(max(est+est/8, int64(n/4+1)), int64(max(n, 8))))
+}
+
+// grow returns s with room for exactly m more elements.
+func grow[T any](s []T, m int) []T {
+	out := make([]T, len(s), len(s)+m)
+	copy(out, s)
+	return out
+}
+
+// time parses a line's timestamp. A line often has the previous line's (a
+// call and the events it caused), which is then neither parsed nor
+// allocated again: nothing writes through the pointer, which steps and the
+// run share anyway.
+func (ro *rollout) time(raw []byte) *time.Time {
+	if ro.tsSeen && bytes.Equal(raw, ro.tsRaw) {
+		return ro.ts
+	}
+	ro.tsSeen, ro.tsRaw, ro.ts = true, append(ro.tsRaw[:0], raw...), nil
+	if t, ok := format.Time(raw); ok {
+		ro.ts = model.Time(t)
+	}
+	return ro.ts
+}
+
 func (ro *rollout) line(n int64, env rolloutLine) {
 	at := loc{line: n}
-	var ts *time.Time
-	if t, ok := format.Time(env.Timestamp); ok {
-		ts = model.Time(t)
+	ts := ro.time(env.Timestamp)
+	if ts != nil {
 		if ro.firstTS == nil {
 			ro.firstTS = ts
 		}
 		ro.lastTS = ts
 	}
 	p := ro.payload
-	if !format.SplitObjectInto(p, env.Payload) { // the line was validated
-		ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
-		return
+	if env.split {
+		if len(env.members) > smallPayload {
+			p = ro.large
+		}
+		clear(p)
+		keys := ro.b.itemKeys[:0]
+		for _, m := range env.members {
+			k := format.Symbol(m.key) // the member name, as SplitObjectInto decodes it
+			p[k] = m.val
+			keys = append(keys, k)
+		}
+		ro.b.itemKeys = keys
+	} else {
+		ro.b.itemKeys = nil
+		if !format.SplitObjectInto(p, env.Payload) { // the line was validated
+			ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
+			return
+		}
 	}
 	switch env.Type {
 	case "session_meta":
@@ -123,16 +240,18 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 	case "turn_context":
 		ro.turnContext(p)
 	case "response_item":
-		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: at.sub("payload"), ts: ts, model: ro.model}) {
+		ro.room()
+		if ro.b.item(p, itemStep{id: strconv.FormatInt(n, 10), at: loc{line: n, ptr: payloadPointer}, ts: ts, model: ro.model}) {
 			ro.pendingAgent = len(ro.b.sl.Steps) - 1
 		}
 	case "event_msg":
 		ro.event(n, at, p)
 	case "compacted":
+		ro.room()
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
 			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,
-			Extra: format.Extra(p, "message"),
+			Extra: ro.b.itemExtra(p, "message"),
 		})
 	default:
 		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")
@@ -191,22 +310,24 @@ func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
 	}
 }
 
+var tokenInfoKeys = []string{"total_token_usage", "last_token_usage"}
+
 // tokenCount attributes a model call's usage (last_token_usage) to the
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
 func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
-	info := format.SplitObject(p["info"])
-	if info == nil {
+	var info [2][]byte // total_token_usage, last_token_usage; no map for two members
+	if !format.Fields(p["info"], tokenInfoKeys, info[:]) {
 		return
 	}
-	total := info["total_token_usage"]
+	total := info[0]
 	if ro.lastTotal != nil && bytes.Equal(total, ro.lastTotal) {
 		return
 	}
 	if !format.IsNull(total) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
 	}
-	u := format.ParseUsage(info["last_token_usage"])
+	u := format.ParseUsage(info[1])
 	if u.Empty() {
 		return
 	}

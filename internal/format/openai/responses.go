@@ -75,7 +75,7 @@ func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
 		if typ == "" {
 			st.MessageKind = "unknown"
 		}
-		st.Extra = format.Extra(it, "type")
+		st.Extra = b.itemExtra(it, "type")
 	}
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
@@ -118,7 +118,7 @@ func (b *builder) itemMessage(st *model.Step, it map[string]jsonx.RawMessage, is
 	if canonical {
 		known = append(known, "role")
 	}
-	st.Extra = format.Extra(it, known...)
+	st.Extra = b.itemExtra(it, known...)
 }
 
 // itemReasoning keeps the readable summary (and reasoning text when
@@ -134,7 +134,7 @@ func (b *builder) itemReasoning(st *model.Step, it map[string]jsonx.RawMessage) 
 	if len(texts) > 0 {
 		st.Reasoning = model.Str(strings.Join(texts, "\n"))
 	}
-	st.Extra = format.Extra(it, "type", "summary", "content", "encrypted_content")
+	st.Extra = b.itemExtra(it, "type", "summary", "content", "encrypted_content")
 	if !format.IsNull(it["encrypted_content"]) {
 		st.Extra = format.MergeExtra(st.Extra, "encrypted_content", jsonx.RawMessage("true"))
 	}
@@ -154,7 +154,7 @@ func (b *builder) itemCall(st *model.Step, typ string, it map[string]jsonx.RawMe
 	if typ == "function_call" {
 		known = append(known, "type")
 	}
-	tc.Extra = format.Extra(it, known...)
+	tc.Extra = b.itemExtra(it, known...)
 	b.addCall(tc, callID)
 }
 
@@ -166,7 +166,7 @@ func (b *builder) itemOutput(st *model.Step, it map[string]jsonx.RawMessage, is 
 	if ok {
 		st.MessageValue = result
 	}
-	st.Extra = format.Extra(it, "output")
+	st.Extra = b.itemExtra(it, "output")
 	if !b.resolve(format.String(it["call_id"]), model.LinkByID, result, model.ResultOK, st.StepID) {
 		b.warnAt(is.at, "output matches no unanswered call", "call_id")
 	}
@@ -198,7 +198,7 @@ func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.Raw
 	if !format.IsNull(it["error"]) {
 		tc.ResultStatus = model.ResultError
 	}
-	tc.Extra = format.Extra(it, known...)
+	tc.Extra = b.itemExtra(it, known...)
 	b.addCall(tc, "")
 }
 

@@ -1,0 +1,89 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// FuzzScanRolloutLine checks the one-pass scanner against the general path:
+// isJSON is jsonx.Valid and encoding/json's Valid, and a line the
+// scanner accepts is valid JSON whose envelope and payload members are what
+// decodeEnvelope and SplitObject give, with extraOf their Extra.
+// argumentsText is ArgumentsText, and textArray Content.
+func FuzzScanRolloutLine(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		for _, line := range bytes.Split(s, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{`{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
+		`{"type":"x","payload":[],"payload":{"k":true}}`, `{"type":"x","payload":{"k":null},"payload":7}`,
+		`{"type":"x","p\u0061yload":{}}`, `{"type":1}`, `{"type":"a","type":"b"}`, " {\"type\" : \"x\" , \"payload\" : { \"a\" : [ 1 , 2 ] } } ",
+		"{\"type\":\"\xff\",\"payload\":{\"\xfe\":\"\x01\"}}", `{"type":"x","payload":{"a":"\ud800"}}`, `[{"type":"x"}]`,
+		`{"type":"x","payload":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
+		`{"type":"x","payload":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if v, valid, std := isJSON(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || isJSON(string(line)) != v {
+			t.Fatalf("isJSON %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
+		}
+		text, valid := argumentsText(line)
+		if wantText, wantValid := format.ArgumentsText(line); !reflect.DeepEqual(text, wantText) || valid != wantValid {
+			t.Fatalf("argumentsText %v %v, want %v %v", text, valid, wantText, wantValid)
+		}
+		if text, ok := textArray(line); ok {
+			if want, kind, ok := format.Content(format.CompactJSON(line)); text != want || kind != format.KindText || !ok {
+				t.Fatalf("textArray %q, want %q %s %v", text, want, kind, ok)
+			}
+		}
+		line = bytes.TrimSpace(line)
+		env, members, object, ok := scanRolloutLine(line, nil)
+		if !ok {
+			return
+		}
+		want, err := decodeEnvelope(line)
+		if err != nil || !jsonx.Valid(line) {
+			t.Fatalf("scanned a line the codec rejects: %v", err)
+		}
+		if !bytes.Equal(env.Timestamp, want.Timestamp) || env.Type != want.Type || !bytes.Equal(env.Payload, want.Payload) {
+			t.Fatalf("envelope %q %q %q, want %q %q %q", env.Timestamp, env.Type, env.Payload, want.Timestamp, want.Type, want.Payload)
+		}
+		split := format.SplitObject(want.Payload)
+		if object != (split != nil) {
+			t.Fatalf("payload object %v, SplitObject %v", object, split != nil)
+		}
+		got := map[string]jsonx.RawMessage{}
+		var names []string
+		for _, m := range members {
+			got[format.Symbol(m.key)] = m.val
+			names = append(names, format.Symbol(m.key))
+		}
+		for _, known := range [][]string{nil, {"type", "output"}} {
+			if e, want := extraOf(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("extraOf %v, want %v", model.Deref(e), model.Deref(want))
+			}
+		}
+		if object && len(got) != len(split) {
+			t.Fatalf("members %q, want %q", got, split)
+		}
+		for k, v := range split {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("member %q = %q, want %q", k, got[k], v)
+			}
+		}
+	})
+}
+
+// depth bounds the nesting of data by its count of openers.
+func depth(data []byte) int {
+	return strings.Count(string(data), "[") + strings.Count(string(data), "{")
+}

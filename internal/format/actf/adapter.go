@@ -106,6 +106,8 @@ type stream struct {
 	parents      map[string]string   // child session id → parent session id
 	emitted      map[string]int      // session ids already emitted
 	seen         map[string]bool     // session ids seen in the stream
+	b            *builder            // maps every session in turn
+	built        int                 // the size of the session b last built
 }
 
 type session struct {
@@ -214,8 +216,12 @@ func (s *stream) keyOf(key string) (string, string) { return key, s.ids[key] }
 // session_id unique within the file.
 func (s *stream) flush(sess *session) error {
 	delete(s.sessions, sess.key)
-	b := newBuilder(sess.id, func(id string) bool { return s.seen[id] })
-	sl := b.build(sess.events, s.header)
+	if s.b == nil {
+		s.b = newBuilder(func(id string) bool { return s.seen[id] })
+	}
+	s.b.reset(sess.id, s.built)
+	sl := s.b.build(sess.events, s.header)
+	s.built = s.b.size(len(sess.events))
 	r := &sl.Run
 	if n := s.emitted[sess.id]; n > 0 {
 		r.SessionID = sess.id + "#" + strconv.Itoa(n+1)

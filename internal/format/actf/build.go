@@ -1,6 +1,7 @@
 package actf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -16,7 +17,7 @@ const redacted = "<redacted>"
 
 // builder turns one session's events, in file order, into a Storyline.
 type builder struct {
-	sl        model.Storyline
+	sl        *model.Storyline
 	stepIDs   map[string]bool
 	lastAgent int            // index of the latest agent step, -1 before any
 	llmSteps  map[string]int // llm scope uuid → its agent step
@@ -38,17 +39,56 @@ type builder struct {
 	refs        []model.SubagentRef
 	redacted    int64
 	resolved    func(sessionID string) bool
+	// stepExtras and callExtras are the extras of the steps and tool calls,
+	// by row, written to the rows once the session is mapped.
+	stepExtras, callExtras []rowExtra
+	// input is the first llm input, decoded by agentInputShown for llmStart.
+	input struct {
+		e    *event
+		msgs []message
+		ok   bool
+	}
 }
 
-func newBuilder(sessionID string, resolved func(string) bool) *builder {
-	b := &builder{
-		stepIDs: map[string]bool{}, lastAgent: -1, llmSteps: map[string]int{},
-		openCalls: map[string]int{}, scopeRows: map[*event]int{},
-		turnCalls: map[string][]int{}, generatedID: map[int]bool{}, namePaired: map[int]bool{},
-		marks: map[string]int64{}, scopes: map[string]int64{}, resolved: resolved,
+func newBuilder(resolved func(string) bool) *builder {
+	return &builder{resolved: resolved}
+}
+
+// reuseLimit is the size of a session (events and rows) above which its
+// maps are dropped rather than cleared for the next one: clearing costs
+// their capacity, which a large session leaves behind.
+const reuseLimit = 1024
+
+// reset readies the builder for a new session. One builder serves a whole
+// stream, keeping its maps (fresh ones for each of many small sessions
+// showed in profiles); prevSize is the size of the session it last built.
+func (b *builder) reset(sessionID string, prevSize int) {
+	if b.stepIDs == nil || prevSize > reuseLimit {
+		b.stepIDs, b.llmSteps, b.openCalls = map[string]bool{}, map[string]int{}, map[string]int{}
+		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
+		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
+		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
+		b.stepExtras, b.callExtras = nil, nil
+	} else {
+		clear(b.stepIDs)
+		clear(b.llmSteps)
+		clear(b.openCalls)
+		clear(b.scopeRows)
+		clear(b.turnCalls)
+		clear(b.generatedID)
+		clear(b.namePaired)
+		clear(b.marks)
+		clear(b.scopes)
+		clear(b.stepExtras) // they alias the previous session's lines
+		clear(b.callExtras)
+	}
+	*b = builder{
+		stepIDs: b.stepIDs, lastAgent: -1, llmSteps: b.llmSteps, openCalls: b.openCalls, scopeRows: b.scopeRows,
+		turnCalls: b.turnCalls, generatedID: b.generatedID, namePaired: b.namePaired,
+		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
+		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: &model.Storyline{},
 	}
 	b.sl.Run.SessionID = sessionID
-	return b
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -57,9 +97,9 @@ func (b *builder) warn(e *event, format string, args ...any) {
 
 // build maps the events; header is the stream header line, if any.
 func (b *builder) build(events []*event, header json.RawMessage) *model.Storyline {
-	inputShown := agentInputShown(events)
+	inputShown := b.agentInputShown(events)
 	for _, e := range events {
-		if format.String(e.payload) == redacted {
+		if isRedacted(e.payload) {
 			b.redacted++
 		}
 		switch e.phase {
@@ -78,7 +118,30 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 		b.warn(b.root, "agent scope %q never ended", b.root.name)
 	}
 	b.runExtra(header)
-	return &b.sl
+	for i := range b.stepExtras {
+		b.sl.Steps[i].Extra = b.stepExtras[i].text()
+	}
+	for i := range b.callExtras {
+		b.sl.ToolCalls[i].Extra = b.callExtras[i].text()
+	}
+	return b.sl
+}
+
+// size is what reset weighs the session by.
+func (b *builder) size(events int) int { return events + len(b.sl.Steps) + len(b.sl.ToolCalls) }
+
+// isRedacted is format.String(raw) == redacted without copying the payload
+// (every event's): the payload is valid JSON, so only a string can match.
+func isRedacted(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	n := len(raw)
+	if n < 2 || raw[0] != '"' {
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:n-1]) == redacted
+	}
+	return format.String(raw) == redacted
 }
 
 func scopeTypeOf(e *event) string {
@@ -146,14 +209,16 @@ func (b *builder) otherScope(e *event) {
 
 // agentInputShown reports whether the agent scope's input is repeated as a
 // user message of the first llm call, so that it is not recorded twice.
-func agentInputShown(events []*event) bool {
+// The llm input it decodes is kept for llmStart.
+func (b *builder) agentInputShown(events []*event) bool {
 	var input string
 	for _, e := range events {
 		switch {
 		case e.phase == phaseStart && scopeTypeOf(e) == scopeAgent && input == "":
 			input, _, _ = format.Content(e.payload)
 		case e.phase == phaseStart && scopeTypeOf(e) == scopeLLM:
-			msgs, _ := inputMessages(e.payload)
+			msgs, ok := inputMessages(e.payload)
+			b.input.e, b.input.msgs, b.input.ok = e, msgs, ok
 			for _, m := range msgs {
 				if m.role == "user" && m.text != nil && *m.text == input {
 					return true
@@ -176,18 +241,25 @@ func (b *builder) appendStep(st model.Step) int {
 		b.lastAgent = len(b.sl.Steps)
 	}
 	b.sl.Steps = append(b.sl.Steps, st)
+	b.stepExtras = append(b.stepExtras, rowExtra{})
 	return len(b.sl.Steps) - 1
+}
+
+// appendCall adds a tool call row.
+func (b *builder) appendCall(tc model.ToolCall) int {
+	b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
+	b.callExtras = append(b.callExtras, rowExtra{})
+	return len(b.sl.ToolCalls) - 1
 }
 
 // textStep records a payload that is not a recognizable message list as
 // one step holding its text (or its JSON).
 func (b *builder) textStep(e *event, id, source string, payload json.RawMessage) {
-	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts,
-		Extra: scopeExtra(e)}
+	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts}
 	if text, kind, ok := format.Content(payload); ok {
 		st.MessageValue, st.MessageKind = model.Str(text), kind
 	}
-	b.appendStep(st)
+	b.stepExtras[b.appendStep(st)].scope(e)
 }
 
 // llmStart records the new input messages of an llm call. Chat inputs
@@ -196,7 +268,10 @@ func (b *builder) textStep(e *event, id, source string, payload json.RawMessage)
 // recorded llm outputs and tool results and are skipped (a tool message
 // still fills a call's missing result).
 func (b *builder) llmStart(e *event) {
-	msgs, ok := inputMessages(e.payload)
+	msgs, ok := b.input.msgs, b.input.ok
+	if e != b.input.e {
+		msgs, ok = inputMessages(e.payload)
+	}
 	if !ok {
 		if !format.IsNull(e.payload) {
 			b.textStep(e, pairKey(e)+":input", model.SourceUser, e.payload)
@@ -257,7 +332,7 @@ func roleSource(m message) string {
 
 func (b *builder) messageStep(e *event, id, source string, m message) int {
 	st := model.Step{StepID: id, Source: source, MessageKind: m.kind, Reasoning: m.reasoning,
-		Timestamp: e.ts, Extra: scopeExtra(e)}
+		Timestamp: e.ts}
 	if m.text != nil && *m.text != "" {
 		st.MessageValue = m.text
 	} else if len(m.calls) > 0 {
@@ -266,7 +341,9 @@ func (b *builder) messageStep(e *event, id, source string, m message) int {
 	if source == model.SourceAgent {
 		st.ModelName = model.Str(e.modelName)
 	}
-	return b.appendStep(st)
+	idx := b.appendStep(st)
+	b.stepExtras[idx].scope(e)
+	return idx
 }
 
 func (b *builder) resultFromMessage(m message) {
@@ -300,7 +377,7 @@ func (b *builder) llmEnd(e *event) {
 	st := &b.sl.Steps[idx]
 	t := usageTokens(usage)
 	st.PromptTokens, st.CompletionTokens, st.CachedTokens, st.ReasoningTokens = t.prompt, t.completion, t.cached, t.reasoning
-	st.Extra = endExtra(e, st.Extra)
+	b.stepExtras[idx].end(e)
 	if b.sl.Run.AgentModelName == nil {
 		b.sl.Run.AgentModelName = st.ModelName
 	}
@@ -326,8 +403,7 @@ func (b *builder) addCalls(e *event, stepID string, calls []call) {
 			b.generatedID[len(b.sl.ToolCalls)] = true
 		}
 		args, valid := format.ArgumentsText(c.args)
-		b.openCalls[id] = len(b.sl.ToolCalls)
-		b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
+		b.openCalls[id] = b.appendCall(model.ToolCall{
 			StepID: stepID, ToolCallID: id, FunctionName: c.name, Arguments: args, ArgumentsValid: valid,
 		})
 	}
@@ -365,10 +441,7 @@ func (b *builder) bindCall(e *event) int {
 			MessageKind: "tool_calls_only", Timestamp: e.ts})
 	}
 	id := first(e.toolCallID, e.uuid, "line:"+strconv.FormatInt(e.line, 10))
-	row := len(b.sl.ToolCalls)
-	b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
-		StepID: b.sl.Steps[step].StepID, ToolCallID: id, FunctionName: e.name,
-	})
+	row := b.appendCall(model.ToolCall{StepID: b.sl.Steps[step].StepID, ToolCallID: id, FunctionName: e.name})
 	b.scopeRows[e] = row
 	b.setArgs(row, e)
 	return row
@@ -403,7 +476,7 @@ func (b *builder) setArgs(row int, e *event) {
 	if tc.FunctionName == "" {
 		tc.FunctionName = e.name
 	}
-	tc.Extra = mergeObject(tc.Extra, scopeExtra(e))
+	b.callExtras[row].scope(e)
 }
 
 func (b *builder) toolEnd(e *event) {
@@ -426,7 +499,7 @@ func (b *builder) toolEnd(e *event) {
 			tc.Result = errorText(e.errRaw)
 		}
 	}
-	tc.Extra = endExtra(e, tc.Extra)
+	b.callExtras[row].end(e)
 }
 
 // errorText is the message of an {type, message} error object, or the
@@ -546,39 +619,85 @@ func countsObject(counts map[string]int64) json.RawMessage {
 	return json.RawMessage(*format.Extra(obj))
 }
 
-// scopeKey is the extra member that records which scope a row came from.
-const scopeKey = "scope_uuid"
+// rowExtra is the extra of a step or tool call: the members a row can
+// have, absent when zero. It is written once, as Extra would write the
+// object (keys sorted, values compact), rather than parsed and rewritten at
+// every merge.
+type rowExtra struct {
+	dataSchema string
+	err        json.RawMessage
+	event      *string
+	scopeUUID  string // the scope the row came from
+	status     string
+}
 
-// scopeExtra is the extra of a row from scope e.
-func scopeExtra(e *event) *string {
-	if e.uuid == "" {
+// scope records that the row came from scope e.
+func (x *rowExtra) scope(e *event) {
+	if e.uuid != "" {
+		x.scopeUUID = e.uuid
+	}
+}
+
+// end adds what a scope end carries beyond the columns: its scope, a
+// non-ok status, the error object, the payload schema and unmapped
+// envelope keys.
+func (x *rowExtra) end(e *event) {
+	x.scope(e)
+	if e.status != "" && e.status != "ok" {
+		x.status = e.status
+	}
+	if !format.IsNull(e.errRaw) {
+		x.err = e.errRaw
+	}
+	if e.dataSchema != "" {
+		x.dataSchema = e.dataSchema
+	}
+	if left := leftover(e); left != nil {
+		x.event = left
+	}
+}
+
+// text is the extra column: members in key order, nil when there are none.
+func (x *rowExtra) text() *string {
+	var b []byte
+	member := func(key string, val []byte) {
+		if b == nil {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), key...), '"', ':')
+		b = append(b, val...)
+	}
+	if x.dataSchema != "" {
+		member("data_schema", mustJSON(x.dataSchema))
+	}
+	if x.err != nil {
+		member("error", compact(x.err))
+	}
+	if x.event != nil {
+		member("event", []byte(*x.event))
+	}
+	if x.scopeUUID != "" {
+		member("scope_uuid", mustJSON(x.scopeUUID))
+	}
+	if x.status != "" {
+		member("status", mustJSON(x.status))
+	}
+	if b == nil {
 		return nil
 	}
-	s := `{"` + scopeKey + `":` + string(mustJSON(e.uuid)) + `}`
+	s := string(append(b, '}'))
 	return &s
 }
 
-// endExtra adds what a scope end carries beyond the columns: its scope, a
-// non-ok status, the error object, the payload schema and unmapped
-// envelope keys, in one merge.
-func endExtra(e *event, extra *string) *string {
-	add := map[string]json.RawMessage{}
-	if e.uuid != "" {
-		add[scopeKey] = mustJSON(e.uuid)
+// compact is a member value as Extra writes it.
+func compact(raw json.RawMessage) []byte {
+	if c, ok := jsonx.Compact(raw); ok {
+		return c
 	}
-	if e.status != "" && e.status != "ok" {
-		add["status"] = mustJSON(e.status)
-	}
-	if !format.IsNull(e.errRaw) {
-		add["error"] = e.errRaw
-	}
-	if e.dataSchema != "" {
-		add["data_schema"] = mustJSON(e.dataSchema)
-	}
-	if left := leftover(e); left != nil {
-		add["event"] = json.RawMessage(*left)
-	}
-	return format.MergeExtras(extra, add)
+	s, _ := jsonx.Marshal(string(raw))
+	return s
 }
 
 // leftover is the event's unmapped envelope keys, without the empty values
@@ -600,13 +719,6 @@ func leftover(e *event) *string {
 		}
 	})
 	return format.Extra(obj)
-}
-
-func mergeObject(extra, add *string) *string {
-	if add == nil {
-		return extra
-	}
-	return format.MergeExtras(extra, format.Object([]byte(*add)))
 }
 
 func mustJSON(s string) json.RawMessage { return jsonx.AppendQuoted(nil, s) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -505,8 +504,8 @@ func (b *builder) toolEnd(e *event) {
 // errorText is the message of an {type, message} error object, or the
 // error's JSON.
 func errorText(raw json.RawMessage) *string {
-	if obj := subObject(raw); obj != nil && str(obj, "message") != "" {
-		return model.Str(str(obj, "message"))
+	if obj := subObject(raw); obj != nil && strOf(obj, "message") != "" {
+		return model.Str(strOf(obj, "message"))
 	}
 	if text, _, ok := format.Content(raw); ok {
 		return &text
@@ -560,7 +559,7 @@ func (b *builder) mark(e *event) {
 	format.Fields(e.raw, []string{"metadata", "data"}, f[:])
 	meta := subObject(f[0])
 	data := subObject(decodedData(f[1]))
-	child := first(str(meta, "child_session_id"), str(data, "child_session_id"))
+	child := first(strOf(meta, "child_session_id"), strOf(data, "child_session_id"))
 	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		child = e.sessionID
 	}
@@ -572,7 +571,7 @@ func (b *builder) mark(e *event) {
 			return
 		}
 	}
-	ref := model.SubagentRef{SessionID: child, TrajectoryID: first(str(meta, "subagent_id"), str(data, "subagent_id"))}
+	ref := model.SubagentRef{SessionID: child, TrajectoryID: first(strOf(meta, "subagent_id"), strOf(data, "subagent_id"))}
 	if b.lastAgent >= 0 {
 		ref.StepID = b.sl.Steps[b.lastAgent].StepID
 	}
@@ -703,12 +702,15 @@ func compact(raw json.RawMessage) []byte {
 // leftover is the event's unmapped envelope keys, without the empty values
 // (null, [], {}) producers emit for absent fields.
 func leftover(e *event) *string {
+	if !e.hasLeftover {
+		return nil
+	}
 	// Only the members left are put in a map (most ends have none); a
 	// repeated key keeps its last value, as a split would.
 	var obj map[string]json.RawMessage
 	format.EachMember(e.raw, func(k string, v []byte) {
 		switch {
-		case slices.Contains(consumedKeys, k):
+		case consumed(k):
 		case format.EmptyJSON(v) || k == "data" && e.fromData:
 			delete(obj, k)
 		default:

@@ -56,19 +56,12 @@ type event struct {
 	parentSessionID string
 	dataSchema      string
 	fromData        bool // payload is the data field (ATOF 0.1)
+	hasLeftover     bool // the line may have members for leftover to keep
 
 	start *event // the matching start of an end event
 }
 
-// consumedKeys are the envelope keys the mapping reads; the rest of a line
-// lands in extra.
-var consumedKeys = []string{
-	"kind", "atof_version", "schema_version", "uuid", "parent_uuid", "timestamp", "name",
-	"scope_category", "category", "scope_type", "model_name", "tool_call_id",
-	"input", "output", "status", "error",
-}
-
-// Members of a line that decodeLine reads, by index into lineKeys.
+// Members of a line that decodeLine reads, by index.
 const (
 	fKind = iota
 	fUUID
@@ -92,22 +85,83 @@ const (
 	numFields
 )
 
-var lineKeys = [numFields]string{
-	"kind", "uuid", "parent_uuid", "name", "timestamp", "scope_category", "category_profile", "profile",
-	"metadata", "data", "category", "scope_type", "model_name", "tool_call_id", "input", "output",
-	"status", "error", "data_schema",
+// field is the index of a line member decodeLine reads, or -1.
+func field(key string) int {
+	switch key {
+	case "kind":
+		return fKind
+	case "uuid":
+		return fUUID
+	case "parent_uuid":
+		return fParentUUID
+	case "name":
+		return fName
+	case "timestamp":
+		return fTimestamp
+	case "scope_category":
+		return fScopeCategory
+	case "category_profile":
+		return fCategoryProfile
+	case "profile":
+		return fProfile
+	case "metadata":
+		return fMetadata
+	case "data":
+		return fData
+	case "category":
+		return fCategory
+	case "scope_type":
+		return fScopeType
+	case "model_name":
+		return fModelName
+	case "tool_call_id":
+		return fToolCallID
+	case "input":
+		return fInput
+	case "output":
+		return fOutput
+	case "status":
+		return fStatus
+	case "error":
+		return fError
+	case "data_schema":
+		return fDataSchema
+	}
+	return -1
 }
+
+// Members of the profile, metadata, data and data_schema objects that
+// decodeLine reads.
+var (
+	profileKeys = []string{"subtype", "model_name", "tool_call_id", "$schema"}
+	metaKeys    = []string{"model_name", "model", "tool_call_id", "session_id", "parent_session_id", "status"}
+	dataKeys    = []string{"reason", "error"}
+	schemaKeys  = []string{"name", "version"}
+)
 
 // decodeLine decodes one line. Events are kept until their session ends,
 // so a valid object is copied once and its members are looked up in the
-// copy (which they alias), without a map per line; anything else goes
-// through the codec, for its error (or null, which reads as {}).
+// copy (which they alias), in one pass and without a map per line; anything
+// else goes through the codec, for its error (or null, which reads as {}).
 func decodeLine(line int64, text []byte) (*event, error) {
 	var raw []byte
 	var obj [numFields][]byte
+	var rest, dataRest bool // members leftover would keep
 	if jsonx.Valid(text) {
 		raw = bytes.Clone(text)
-		if !format.Fields(raw, lineKeys[:], obj[:]) {
+		isObj := format.EachMember(raw, func(k string, v []byte) {
+			if i := field(k); i >= 0 {
+				obj[i] = v
+			}
+			if !consumed(k) && !format.EmptyJSON(v) {
+				if k == "data" {
+					dataRest = true
+				} else {
+					rest = true
+				}
+			}
+		})
+		if !isObj {
 			raw = nil
 		}
 	}
@@ -129,41 +183,54 @@ func decodeLine(line int64, text []byte) (*event, error) {
 		e.ts = &t
 	}
 	e.phase = phaseOf(e.kind, format.Symbol(obj[fScopeCategory]))
-	profile := subObject(obj[fCategoryProfile])
-	if profile == nil {
-		profile = subObject(obj[fProfile])
-	}
-	meta := subObject(obj[fMetadata])
+	var profile [4][]byte
+	isProfile := subFields(obj[fCategoryProfile], profileKeys, profile[:]) ||
+		subFields(obj[fProfile], profileKeys, profile[:])
+	var meta [6][]byte
+	subFields(obj[fMetadata], metaKeys, meta[:])
 	data := decodedData(obj[fData])
 	e.scopeType = first(format.Symbol(obj[fCategory]), format.Symbol(obj[fScopeType]))
-	if e.scopeType == "custom" && profile != nil {
-		e.scopeType = first(format.String(profile["subtype"]), e.scopeType)
+	if e.scopeType == "custom" && isProfile {
+		e.scopeType = first(format.String(profile[0]), e.scopeType)
 	}
-	e.modelName = first(str(profile, "model_name"), format.Symbol(obj[fModelName]),
-		str(meta, "model_name"), str(meta, "model"))
-	e.toolCallID = first(str(profile, "tool_call_id"), format.String(obj[fToolCallID]),
-		str(meta, "tool_call_id"))
-	e.sessionID = str(meta, "session_id")
-	e.parentSessionID = str(meta, "parent_session_id")
+	e.modelName = first(str(profile[1]), format.Symbol(obj[fModelName]), str(meta[0]), str(meta[1]))
+	e.toolCallID = first(str(profile[2]), format.String(obj[fToolCallID]), str(meta[2]))
+	e.sessionID = str(meta[3])
+	e.parentSessionID = str(meta[4])
 	e.payload = e.pick(obj[fInput], obj[fOutput], data)
-	dataObj := subObject(data)
-	if e.fromData && dataObj != nil {
-		e.payload = withoutStatus(dataObj, e.payload)
+	var dataObj [2][]byte
+	isData := subFields(data, dataKeys, dataObj[:])
+	if e.fromData && isData && (dataObj[0] != nil || dataObj[1] != nil) {
+		e.payload = withoutStatus(data)
 	}
-	e.status = first(format.Symbol(obj[fStatus]), str(meta, "status"), str(dataObj, "reason"))
+	e.status = first(format.Symbol(obj[fStatus]), str(meta[5]), str(dataObj[0]))
 	e.errRaw = obj[fError]
-	if format.IsNull(e.errRaw) && dataObj != nil {
-		e.errRaw = dataObj["error"]
+	if format.IsNull(e.errRaw) && isData {
+		e.errRaw = dataObj[1]
 	}
-	if ds := subObject(obj[fDataSchema]); ds != nil {
-		e.dataSchema = str(ds, "name")
-		if v := str(ds, "version"); v != "" {
+	var ds [2][]byte
+	if subFields(obj[fDataSchema], schemaKeys, ds[:]) {
+		e.dataSchema = str(ds[0])
+		if v := str(ds[1]); v != "" {
 			e.dataSchema += "@" + v
 		}
-	} else if profile != nil {
-		e.dataSchema = str(profile, "$schema")
+	} else if isProfile {
+		e.dataSchema = str(profile[3])
 	}
+	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
+}
+
+// consumed reports whether key is an envelope key the mapping reads; the
+// rest of a line lands in extra.
+func consumed(key string) bool {
+	switch key {
+	case "kind", "atof_version", "schema_version", "uuid", "parent_uuid", "timestamp", "name",
+		"scope_category", "category", "scope_type", "model_name", "tool_call_id",
+		"input", "output", "status", "error":
+		return true
+	}
+	return false
 }
 
 // pick returns the event's payload: input/output in the NAT dialects, data
@@ -187,13 +254,8 @@ func (e *event) pick(input, output, data json.RawMessage) json.RawMessage {
 // withoutStatus drops the end-status members (reason, error) that ATOF 0.1
 // puts in data, so that they are not read as the scope's output; a data
 // object holding nothing else is no output at all.
-func withoutStatus(data map[string]json.RawMessage, payload json.RawMessage) json.RawMessage {
-	_, reason := data["reason"]
-	_, errKey := data["error"]
-	if !reason && !errKey {
-		return payload
-	}
-	rest := format.Extra(data, "reason", "error")
+func withoutStatus(data json.RawMessage) json.RawMessage {
+	rest := format.Extra(format.SplitObject(data), "reason", "error")
 	if rest == nil {
 		return nil
 	}
@@ -243,16 +305,23 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 	return format.SplitObject(raw) // a member of a validated line
 }
 
-func str(obj map[string]json.RawMessage, key string) string {
-	if obj == nil {
-		return ""
-	}
-	raw := bytes.TrimSpace(obj[key])
+// subFields is format.Fields for a member of a validated line, which may
+// be absent: it reports whether raw is an object (subObject non-nil).
+func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
+	return len(raw) > 0 && format.Fields(raw, keys, vals)
+}
+
+// str is the string value raw, or "" for any other value.
+func str(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
 	return format.String(raw)
 }
+
+// strOf is str of obj's member key.
+func strOf(obj map[string]json.RawMessage, key string) string { return str(obj[key]) }
 
 func first(vals ...string) string {
 	for _, v := range vals {

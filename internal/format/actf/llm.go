@@ -144,10 +144,10 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 			}
 		case b["functionCall"] != nil:
 			fc := subObject(b["functionCall"])
-			m.calls = append(m.calls, call{id: str(fc, "id"), name: str(fc, "name"), args: fc["args"]})
+			m.calls = append(m.calls, call{id: strOf(fc, "id"), name: strOf(fc, "name"), args: fc["args"]})
 		case b["functionResponse"] != nil:
 			fr := subObject(b["functionResponse"])
-			m.toolCallID = str(fr, "id")
+			m.toolCallID = strOf(fr, "id")
 			texts = append(texts, string(format.CompactJSON(fr["response"])))
 		case (typ == "" || typ == "text" || typ == "input_text" || typ == "output_text") && b["text"] != nil:
 			texts = append(texts, format.String(b["text"]))
@@ -173,7 +173,7 @@ func openAICalls(raw json.RawMessage) []call {
 	for _, it := range items {
 		c := call{id: format.String(it["id"]), name: format.String(it["name"]), args: it["arguments"]}
 		if fn := subObject(it["function"]); fn != nil {
-			c.name = first(str(fn, "name"), c.name)
+			c.name = first(strOf(fn, "name"), c.name)
 			c.args = fn["arguments"]
 		}
 		if c.args == nil {

@@ -67,10 +67,12 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	default:
 		return fmt.Errorf("actf: unknown layout %q", layout)
 	}
+	base := path.Base(src.File)
 	s := &stream{
 		src: src, layout: layout, emit: emit,
-		sessions: map[string]*session{}, ids: map[string]string{}, scopeSession: map[string]string{},
-		open: map[string][]*event{}, parents: map[string]string{},
+		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
+		sessions:    map[sessionKey]*session{}, scopeSession: map[string]sessionKey{},
+		open: map[openKey]*event{}, parents: map[string]string{},
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
@@ -98,22 +100,32 @@ type stream struct {
 	layout       string
 	emit         format.Emit
 	header       json.RawMessage
-	sessions     map[string]*session
-	ids          map[string]string   // session key → session id, flushed ones included
-	order        []string            // session keys in order of first appearance
-	scopeSession map[string]string   // scope uuid → session key
-	open         map[string][]*event // pairing key → starts not yet ended
-	parents      map[string]string   // child session id → parent session id
-	emitted      map[string]int      // session ids already emitted
-	seen         map[string]bool     // session ids seen in the stream
-	b            *builder            // maps every session in turn
-	built        int                 // the size of the session b last built
+	fileSession  sessionKey // the file's default session
+	sessions     map[sessionKey]*session
+	order        []sessionKey          // session keys in order of first appearance
+	scopeSession map[string]sessionKey // scope uuid → session key
+	// open holds the starts not yet ended, by pairing key: the latest one,
+	// which links to the one it hides (a stack without a slice per start).
+	open    map[openKey]*event
+	parents map[string]string // child session id → parent session id
+	emitted map[string]int    // session ids already emitted
+	seen    map[string]bool   // session ids seen in the stream
+	b       *builder          // maps every session in turn
+	built   int               // the size of the session b last built
+}
+
+// sessionKey names a session: by metadata.session_id ('s'), by its root
+// agent scope's uuid ('u'), or the file's default session ('f'); id is the
+// session id.
+type sessionKey struct {
+	kind byte
+	id   string
 }
 
 type session struct {
-	key, id string
-	events  []*event
-	root    *event // the agent scope whose end closes the session
+	key    sessionKey
+	events []*event
+	root   *event // the agent scope whose end closes the session
 }
 
 func (s *stream) route(e *event) error {
@@ -129,20 +141,21 @@ func (s *stream) route(e *event) error {
 	if e.sessionID != "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		s.parents[e.sessionID] = e.parentSessionID
 	}
-	key, id := s.sessionOf(e)
+	key := s.sessionOf(e)
 	sess, ok := s.sessions[key]
 	if !ok {
-		sess = &session{key: key, id: id}
+		sess = &session{key: key}
 		s.sessions[key] = sess
-		s.ids[key] = id
 		s.order = append(s.order, key)
+		s.seen[key.id] = true // the key's events all have its id
 	}
-	s.seen[id] = true
 	if e.phase == phaseStart {
 		if e.uuid != "" {
 			s.scopeSession[e.uuid] = key
 		}
-		s.open[openKey(e)] = append(s.open[openKey(e)], e)
+		k := keyOf(e)
+		e.hidden = s.open[k]
+		s.open[k] = e
 		if sess.root == nil && e.scopeType == scopeAgent && !s.inSession(e.parentUUID, key) {
 			sess.root = e
 		}
@@ -155,7 +168,7 @@ func (s *stream) route(e *event) error {
 }
 
 // inSession reports whether scope uuid belongs to the session key.
-func (s *stream) inSession(uuid, key string) bool {
+func (s *stream) inSession(uuid string, key sessionKey) bool {
 	k, ok := s.scopeSession[uuid]
 	return ok && k == key
 }
@@ -168,48 +181,53 @@ func (s *stream) known(uuid string) bool {
 // pair links an end to the latest open start with the same uuid (or, for
 // producers that omit uuids, the same type, name and tool call id).
 func (s *stream) pair(e *event) {
-	k := openKey(e)
-	starts := s.open[k]
-	if len(starts) == 0 {
+	k := keyOf(e)
+	start := s.open[k]
+	if start == nil {
 		return
 	}
-	e.start = starts[len(starts)-1]
-	if len(starts) == 1 {
+	e.start = start
+	if start.hidden == nil {
 		delete(s.open, k)
 	} else {
-		s.open[k] = starts[:len(starts)-1]
+		s.open[k] = start.hidden
+		start.hidden = nil // so that it does not keep an ended scope's events
 	}
 }
 
-func openKey(e *event) string {
+// openKey is the pairing key of a scope: its uuid, else (anonymous) its
+// type, name and tool call id.
+type openKey struct {
+	anonymous bool
+	key       string
+}
+
+func keyOf(e *event) openKey {
 	if e.uuid != "" {
-		return "u:" + e.uuid
+		return openKey{key: e.uuid}
 	}
-	return "a:" + e.scopeType + "|" + e.name + "|" + e.toolCallID
+	return openKey{true, e.scopeType + "|" + e.name + "|" + e.toolCallID}
 }
 
 // sessionOf decides which Storyline an event belongs to: its
 // metadata.session_id (a subagent announcement belongs to the parent), else
 // the session of its start or parent scope, else a root agent scope starts
 // a session named by its uuid, else the file's default session.
-func (s *stream) sessionOf(e *event) (key, id string) {
+func (s *stream) sessionOf(e *event) sessionKey {
 	switch {
 	case e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent"):
-		return "s:" + e.parentSessionID, e.parentSessionID
+		return sessionKey{'s', e.parentSessionID}
 	case e.sessionID != "":
-		return "s:" + e.sessionID, e.sessionID
+		return sessionKey{'s', e.sessionID}
 	case e.start != nil && e.start.uuid != "" && s.known(e.start.uuid):
-		return s.keyOf(s.scopeSession[e.start.uuid])
+		return s.scopeSession[e.start.uuid]
 	case s.known(e.parentUUID):
-		return s.keyOf(s.scopeSession[e.parentUUID])
+		return s.scopeSession[e.parentUUID]
 	case e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "":
-		return "u:" + e.uuid, e.uuid
+		return sessionKey{'u', e.uuid}
 	}
-	base := path.Base(s.src.File)
-	return "f", strings.TrimSuffix(base, path.Ext(base))
+	return s.fileSession
 }
-
-func (s *stream) keyOf(key string) (string, string) { return key, s.ids[key] }
 
 // flush builds and emits a session's Storyline. A session id seen again
 // after its Storyline was emitted gets a numbered suffix, keeping
@@ -219,17 +237,17 @@ func (s *stream) flush(sess *session) error {
 	if s.b == nil {
 		s.b = newBuilder(func(id string) bool { return s.seen[id] })
 	}
-	s.b.reset(sess.id, s.built)
+	s.b.reset(sess.key.id, s.built)
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
 	r := &sl.Run
-	if n := s.emitted[sess.id]; n > 0 {
-		r.SessionID = sess.id + "#" + strconv.Itoa(n+1)
-		r.OriginalSessionID = model.Str(sess.id)
+	if n := s.emitted[sess.key.id]; n > 0 {
+		r.SessionID = sess.key.id + "#" + strconv.Itoa(n+1)
+		r.OriginalSessionID = model.Str(sess.key.id)
 	}
-	s.emitted[sess.id]++
-	r.ParentSessionID = model.Str(s.parents[sess.id])
-	r.RunID = s.rootSession(sess.id)
+	s.emitted[sess.key.id]++
+	r.ParentSessionID = model.Str(s.parents[sess.key.id])
+	r.RunID = s.rootSession(sess.key.id)
 	r.SourceFormat = format.ACTF + "/" + s.layout
 	sl.Finalize(s.src.File)
 	return s.emit(sl)

@@ -58,7 +58,8 @@ type event struct {
 	fromData        bool // payload is the data field (ATOF 0.1)
 	hasLeftover     bool // the line may have members for leftover to keep
 
-	start *event // the matching start of an end event
+	start  *event // the matching start of an end event
+	hidden *event // the open start with the same pairing key this one hides
 }
 
 // Members of a line that decodeLine reads, by index.

@@ -30,7 +30,7 @@ type builder struct {
 	turnCalls   map[string][]int
 	generatedID map[int]bool
 	namePaired  map[int]bool
-	prevInput   []string // fingerprints of the previous llm input
+	prevInput   [][]byte // fingerprints of the previous llm input
 	llmEnded    bool
 	root        *event // the run's agent scope start
 	marks       map[string]int64
@@ -218,7 +218,9 @@ func (b *builder) agentInputShown(events []*event) bool {
 		case e.phase == phaseStart && scopeTypeOf(e) == scopeLLM:
 			msgs, ok := inputMessages(e.payload)
 			b.input.e, b.input.msgs, b.input.ok = e, msgs, ok
-			for _, m := range msgs {
+			for i := range msgs {
+				m := &msgs[i]
+				m.decode()
 				if m.role == "user" && m.text != nil && *m.text == input {
 					return true
 				}
@@ -277,7 +279,7 @@ func (b *builder) llmStart(e *event) {
 		}
 		return
 	}
-	fps := make([]string, len(msgs))
+	fps := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		fps[i] = m.fingerprint
 	}
@@ -286,7 +288,9 @@ func (b *builder) llmStart(e *event) {
 		offset = len(b.prevInput)
 	}
 	b.prevInput = fps
-	for i, m := range msgs[offset:] {
+	for i := range msgs[offset:] {
+		msgs[offset+i].decode()
+		m := msgs[offset+i]
 		source := roleSource(m)
 		if source == model.SourceTool {
 			b.resultFromMessage(m)
@@ -302,12 +306,12 @@ func (b *builder) llmStart(e *event) {
 	}
 }
 
-func isPrefix(prefix, s []string) bool {
+func isPrefix(prefix, s [][]byte) bool {
 	if len(prefix) == 0 || len(prefix) > len(s) {
 		return false
 	}
 	for i := range prefix {
-		if prefix[i] != s[i] {
+		if !bytes.Equal(prefix[i], s[i]) {
 			return false
 		}
 	}

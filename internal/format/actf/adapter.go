@@ -111,6 +111,7 @@ type stream struct {
 	emitted map[string]int    // session ids already emitted
 	seen    map[string]bool   // session ids seen in the stream
 	b       *builder          // maps every session in turn
+	free    [][]*event        // event buffers of flushed sessions, for new ones
 	built   int               // the size of the session b last built
 }
 
@@ -144,7 +145,7 @@ func (s *stream) route(e *event) error {
 	key := s.sessionOf(e)
 	sess, ok := s.sessions[key]
 	if !ok {
-		sess = &session{key: key}
+		sess = &session{key: key, events: s.spare()}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
@@ -165,6 +166,17 @@ func (s *stream) route(e *event) error {
 		return s.flush(sess)
 	}
 	return nil
+}
+
+// spare returns an event buffer for a new session.
+func (s *stream) spare() []*event {
+	n := len(s.free)
+	if n == 0 {
+		return nil
+	}
+	events := s.free[n-1]
+	s.free = s.free[:n-1]
+	return events
 }
 
 // inSession reports whether scope uuid belongs to the session key.
@@ -240,6 +252,10 @@ func (s *stream) flush(sess *session) error {
 	s.b.reset(sess.key.id, s.built)
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
+	if cap(sess.events) <= reuseLimit {
+		clear(sess.events)
+		s.free = append(s.free, sess.events[:0])
+	}
 	r := &sl.Run
 	if n := s.emitted[sess.key.id]; n > 0 {
 		r.SessionID = sess.key.id + "#" + strconv.Itoa(n+1)

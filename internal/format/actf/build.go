@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,10 @@ type builder struct {
 	// stepExtras and callExtras are the extras of the steps and tool calls,
 	// by row, written to the rows once the session is mapped.
 	stepExtras, callExtras []rowExtra
+	// steps and calls are the rows' buffers, reused from session to
+	// session: a session's rows are copied out once, at their final size.
+	steps []model.Step
+	calls []model.ToolCall
 	// input is the first llm input, decoded by agentInputShown for llmStart.
 	input struct {
 		e    *event
@@ -67,7 +72,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
 		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
 		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
-		b.stepExtras, b.callExtras = nil, nil
+		b.stepExtras, b.callExtras, b.steps, b.calls = nil, nil, nil, nil
 	} else {
 		clear(b.stepIDs)
 		clear(b.llmSteps)
@@ -86,8 +91,10 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		turnCalls: b.turnCalls, generatedID: b.generatedID, namePaired: b.namePaired,
 		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
 		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: &model.Storyline{},
+		steps: b.steps, calls: b.calls,
 	}
 	b.sl.Run.SessionID = sessionID
+	b.sl.Steps, b.sl.ToolCalls = b.steps[:0], b.calls[:0]
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -123,7 +130,20 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 	for i := range b.callExtras {
 		b.sl.ToolCalls[i].Extra = b.callExtras[i].text()
 	}
+	b.sl.Steps, b.steps = final(b.sl.Steps)
+	b.sl.ToolCalls, b.calls = final(b.sl.ToolCalls)
 	return b.sl
+}
+
+// final copies rows out of their buffer (nil when there are none, as
+// appending would have left them) and returns the buffer, cleared, for the
+// next session.
+func final[T any](rows []T) (out, buf []T) {
+	if len(rows) > 0 {
+		out = slices.Clone(rows)
+	}
+	clear(rows)
+	return out, rows[:0]
 }
 
 // size is what reset weighs the session by.
@@ -662,9 +682,10 @@ func (x *rowExtra) end(e *event) {
 
 // text is the extra column: members in key order, nil when there are none.
 func (x *rowExtra) text() *string {
-	var b []byte
+	var buf [256]byte
+	b := buf[:0]
 	member := func(key string, val []byte) {
-		if b == nil {
+		if len(b) == 0 {
 			b = append(b, '{')
 		} else {
 			b = append(b, ',')
@@ -687,7 +708,7 @@ func (x *rowExtra) text() *string {
 	if x.status != "" {
 		member("status", mustJSON(x.status))
 	}
-	if b == nil {
+	if len(b) == 0 {
 		return nil
 	}
 	s := string(append(b, '}'))

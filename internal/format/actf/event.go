@@ -150,12 +150,12 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	var rest, dataRest bool // members leftover would keep
 	if jsonx.Valid(text) {
 		raw = bytes.Clone(text)
-		isObj := format.EachMember(raw, func(k string, v []byte) {
-			if i := field(k); i >= 0 {
+		isObj := eachMember(raw, func(k, v []byte) {
+			if i := field(string(k)); i >= 0 {
 				obj[i] = v
 			}
-			if !consumed(k) && !format.EmptyJSON(v) {
-				if k == "data" {
+			if !consumed(string(k)) && !format.EmptyJSON(v) {
+				if string(k) == "data" {
 					dataRest = true
 				} else {
 					rest = true
@@ -220,6 +220,93 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	}
 	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
+}
+
+// eachMember is format.EachMember for a validated line, with each member
+// name as matching needs it: the bytes between the quotes, decoded only if
+// escaped (an unescaped name with invalid UTF-8 decodes to one with U+FFFD,
+// which matches no key the mapping reads, as its bytes do not either). Its
+// string scan suits the short strings of an envelope, which spent most of
+// their time in setting up bytes.IndexByte.
+func eachMember(raw []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] == '"' {
+		end := stringEnd(raw, i)
+		key := raw[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(format.String(raw[i:end]))
+		}
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // ':'
+		end = valueEnd(raw, i)
+		fn(key, raw[i:end])
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just after the valid JSON value at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just after the valid JSON string at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++
+		}
+	}
+	return len(b)
 }
 
 // consumed reports whether key is an envelope key the mapping reads; the

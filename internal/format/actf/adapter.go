@@ -185,9 +185,13 @@ func (s *stream) inSession(uuid string, key sessionKey) bool {
 	return ok && k == key
 }
 
-func (s *stream) known(uuid string) bool {
-	_, ok := s.scopeSession[uuid]
-	return uuid != "" && ok
+// sessionOfScope returns the session of scope uuid, if it is known.
+func (s *stream) sessionOfScope(uuid string) (sessionKey, bool) {
+	if uuid == "" {
+		return sessionKey{}, false
+	}
+	k, ok := s.scopeSession[uuid]
+	return k, ok
 }
 
 // pair links an end to the latest open start with the same uuid (or, for
@@ -226,16 +230,21 @@ func keyOf(e *event) openKey {
 // the session of its start or parent scope, else a root agent scope starts
 // a session named by its uuid, else the file's default session.
 func (s *stream) sessionOf(e *event) sessionKey {
-	switch {
-	case e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent"):
+	if e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent") {
 		return sessionKey{'s', e.parentSessionID}
-	case e.sessionID != "":
+	}
+	if e.sessionID != "" {
 		return sessionKey{'s', e.sessionID}
-	case e.start != nil && e.start.uuid != "" && s.known(e.start.uuid):
-		return s.scopeSession[e.start.uuid]
-	case s.known(e.parentUUID):
-		return s.scopeSession[e.parentUUID]
-	case e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "":
+	}
+	if e.start != nil {
+		if k, ok := s.sessionOfScope(e.start.uuid); ok {
+			return k
+		}
+	}
+	if k, ok := s.sessionOfScope(e.parentUUID); ok {
+		return k
+	}
+	if e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "" {
 		return sessionKey{'u', e.uuid}
 	}
 	return s.fileSession

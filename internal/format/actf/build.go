@@ -31,7 +31,7 @@ type builder struct {
 	turnCalls   map[string][]int
 	generatedID map[int]bool
 	namePaired  map[int]bool
-	prevInput   [][]byte // fingerprints of the previous llm input
+	prevInput   []message // the previous llm input
 	llmEnded    bool
 	root        *event // the run's agent scope start
 	marks       map[string]int64
@@ -154,7 +154,7 @@ func (b *builder) size(events int) int { return events + len(b.sl.Steps) + len(b
 func isRedacted(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	n := len(raw)
-	if n < 2 || raw[0] != '"' {
+	if n < 2 || raw[0] != '"' || n-2 > 6*len(redacted) { // at most \uXXXX per character
 		return false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
@@ -299,15 +299,11 @@ func (b *builder) llmStart(e *event) {
 		}
 		return
 	}
-	fps := make([][]byte, len(msgs))
-	for i, m := range msgs {
-		fps[i] = m.fingerprint
-	}
 	offset := 0
-	if isPrefix(b.prevInput, fps) {
+	if isPrefix(b.prevInput, msgs) {
 		offset = len(b.prevInput)
 	}
-	b.prevInput = fps
+	b.prevInput = msgs
 	for i := range msgs[offset:] {
 		msgs[offset+i].decode()
 		m := msgs[offset+i]
@@ -326,12 +322,12 @@ func (b *builder) llmStart(e *event) {
 	}
 }
 
-func isPrefix(prefix, s [][]byte) bool {
+func isPrefix(prefix, s []message) bool {
 	if len(prefix) == 0 || len(prefix) > len(s) {
 		return false
 	}
 	for i := range prefix {
-		if !bytes.Equal(prefix[i], s[i]) {
+		if !same(&prefix[i], &s[i]) {
 			return false
 		}
 	}
@@ -528,8 +524,11 @@ func (b *builder) toolEnd(e *event) {
 // errorText is the message of an {type, message} error object, or the
 // error's JSON.
 func errorText(raw json.RawMessage) *string {
-	if obj := subObject(raw); obj != nil && strOf(obj, "message") != "" {
-		return model.Str(strOf(obj, "message"))
+	var msg [1][]byte
+	if subFields(raw, messageKey, msg[:]) {
+		if text := str(msg[0]); text != "" {
+			return &text
+		}
 	}
 	if text, _, ok := format.Content(raw); ok {
 		return &text
@@ -684,29 +683,20 @@ func (x *rowExtra) end(e *event) {
 func (x *rowExtra) text() *string {
 	var buf [256]byte
 	b := buf[:0]
-	member := func(key string, val []byte) {
-		if len(b) == 0 {
-			b = append(b, '{')
-		} else {
-			b = append(b, ',')
-		}
-		b = append(append(append(b, '"'), key...), '"', ':')
-		b = append(b, val...)
-	}
 	if x.dataSchema != "" {
-		member("data_schema", mustJSON(x.dataSchema))
+		b = jsonx.AppendQuoted(memberKey(b, "data_schema"), x.dataSchema)
 	}
 	if x.err != nil {
-		member("error", compact(x.err))
+		b = append(memberKey(b, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
 	}
 	if x.event != nil {
-		member("event", []byte(*x.event))
+		b = append(memberKey(b, "event"), *x.event...)
 	}
 	if x.scopeUUID != "" {
-		member("scope_uuid", mustJSON(x.scopeUUID))
+		b = jsonx.AppendQuoted(memberKey(b, "scope_uuid"), x.scopeUUID)
 	}
 	if x.status != "" {
-		member("status", mustJSON(x.status))
+		b = jsonx.AppendQuoted(memberKey(b, "status"), x.status)
 	}
 	if len(b) == 0 {
 		return nil
@@ -715,13 +705,15 @@ func (x *rowExtra) text() *string {
 	return &s
 }
 
-// compact is a member value as Extra writes it.
-func compact(raw json.RawMessage) []byte {
-	if c, ok := jsonx.Compact(raw); ok {
-		return c
+// memberKey appends the start of an object member named key (a name that
+// needs no escaping).
+func memberKey(b []byte, key string) []byte {
+	if len(b) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, ',')
 	}
-	s, _ := jsonx.Marshal(string(raw))
-	return s
+	return append(append(append(b, '"'), key...), '"', ':')
 }
 
 // leftover is the event's unmapped envelope keys, without the empty values
@@ -747,8 +739,6 @@ func leftover(e *event) *string {
 	})
 	return format.Extra(obj)
 }
-
-func mustJSON(s string) json.RawMessage { return jsonx.AppendQuoted(nil, s) }
 
 // pairKey names a scope: its uuid, else its line.
 func pairKey(e *event) string {

@@ -175,7 +175,7 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	e := &event{
 		line:       line,
 		raw:        raw,
-		kind:       format.Symbol(obj[fKind]),
+		kind:       symbol(obj[fKind]),
 		uuid:       format.String(obj[fUUID]),
 		parentUUID: format.String(obj[fParentUUID]),
 		name:       format.Symbol(obj[fName]),
@@ -183,14 +183,14 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	if t, ok := format.Time(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
-	e.phase = phaseOf(e.kind, format.Symbol(obj[fScopeCategory]))
+	e.phase = phaseOf(e.kind, symbol(obj[fScopeCategory]))
 	var profile [4][]byte
 	isProfile := subFields(obj[fCategoryProfile], profileKeys, profile[:]) ||
 		subFields(obj[fProfile], profileKeys, profile[:])
 	var meta [6][]byte
 	subFields(obj[fMetadata], metaKeys, meta[:])
 	data := decodedData(obj[fData])
-	e.scopeType = first(format.Symbol(obj[fCategory]), format.Symbol(obj[fScopeType]))
+	e.scopeType = first(symbol(obj[fCategory]), symbol(obj[fScopeType]))
 	if e.scopeType == "custom" && isProfile {
 		e.scopeType = first(format.String(profile[0]), e.scopeType)
 	}
@@ -204,7 +204,7 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	if e.fromData && isData && (dataObj[0] != nil || dataObj[1] != nil) {
 		e.payload = withoutStatus(data)
 	}
-	e.status = first(format.Symbol(obj[fStatus]), str(meta[5]), str(dataObj[0]))
+	e.status = first(symbol(obj[fStatus]), str(meta[5]), str(dataObj[0]))
 	e.errRaw = obj[fError]
 	if format.IsNull(e.errRaw) && isData {
 		e.errRaw = dataObj[1]
@@ -307,6 +307,36 @@ func stringEnd(b []byte, i int) int {
 		}
 	}
 	return len(b)
+}
+
+// symbol is format.Symbol for the envelope's enumerations, whose known
+// values are matched as written, without hashing.
+func symbol(raw []byte) string {
+	switch string(raw) {
+	case "":
+		return ""
+	case `"ScopeStart"`:
+		return "ScopeStart"
+	case `"ScopeEnd"`:
+		return "ScopeEnd"
+	case `"scope"`:
+		return "scope"
+	case `"mark"`:
+		return "mark"
+	case `"start"`:
+		return "start"
+	case `"end"`:
+		return "end"
+	case `"agent"`:
+		return scopeAgent
+	case `"llm"`:
+		return scopeLLM
+	case `"tool"`:
+		return scopeTool
+	case `"ok"`:
+		return "ok"
+	}
+	return format.Symbol(raw)
 }
 
 // consumed reports whether key is an envelope key the mapping reads; the

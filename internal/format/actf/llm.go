@@ -18,21 +18,38 @@ type message struct {
 	reasoning  *string
 	toolCallID string
 	calls      []call
-	// fingerprint identifies the message for history-prefix comparison
-	// (compact JSON, which may alias the event's line).
-	fingerprint []byte
-	// raw is the message of an input list, until decode: only the messages
-	// after the history an llm input repeats are decoded.
-	raw json.RawMessage
+	// raw is the message of an input list as written; pending until it is
+	// decoded, as only the messages after the history an llm input repeats
+	// need to be.
+	raw     json.RawMessage
+	pending bool
+	// fingerprint identifies the message for history-prefix comparison:
+	// its compact JSON (which may alias the event's line), made on demand.
+	fingerprint   []byte
+	fingerprinted bool
 }
 
 // decode decodes a message of an input list.
 func (m *message) decode() {
-	if m.raw != nil {
-		fp := m.fingerprint
-		*m = decodeMessage(m.raw)
-		m.fingerprint = fp
+	if m.pending {
+		raw, fp, done := m.raw, m.fingerprint, m.fingerprinted
+		*m = decodeMessage(raw)
+		m.raw, m.fingerprint, m.fingerprinted = raw, fp, done
 	}
+}
+
+// same reports whether two input messages have the same fingerprint; the
+// same text (history repeated as it was written) needs no compacting.
+func same(a, b *message) bool {
+	return bytes.Equal(a.raw, b.raw) || bytes.Equal(a.fp(), b.fp())
+}
+
+func (m *message) fp() []byte {
+	if !m.fingerprinted && m.raw != nil {
+		m.fingerprint = jsonx.CompactValid(bytes.TrimSpace(m.raw))
+	}
+	m.fingerprinted = true
+	return m.fingerprint
 }
 
 type call struct {
@@ -45,6 +62,7 @@ type call struct {
 var (
 	inputKeys    = []string{"contents", "systemInstruction", "messages", "system"}
 	partsKey     = []string{"parts"}
+	messageKey   = []string{"message"}
 	itemKeys     = []string{"role", "parts"}
 	messageKeys  = []string{"role", "content", "parts", "tool_call_id", "tool_use_id", "tool_calls", "reasoning_content", "reasoning"}
 	callKeys     = []string{"id", "name", "arguments", "function", "input"}
@@ -54,7 +72,7 @@ var (
 
 // inputMessages decodes an llm scope's input as chat messages. ok is false
 // when the payload has no recognizable message list. The messages of the
-// list are only checked and fingerprinted; decode decodes one.
+// list are only checked; decode decodes one.
 func inputMessages(raw json.RawMessage) ([]message, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -105,7 +123,7 @@ func messageList(raw json.RawMessage) ([]message, bool) {
 		if !subFields(item, itemKeys, f[:]) || (format.IsNull(f[0]) && format.IsNull(f[1])) {
 			return nil, false
 		}
-		msgs[i] = message{raw: item, fingerprint: jsonx.CompactValid(bytes.TrimSpace(item))}
+		msgs[i] = message{raw: item, pending: true}
 	}
 	return msgs, true
 }

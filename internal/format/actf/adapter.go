@@ -112,6 +112,7 @@ type stream struct {
 	seen    map[string]bool   // session ids seen in the stream
 	b       *builder          // maps every session in turn
 	free    [][]*event        // event buffers of flushed sessions, for new ones
+	cur     *session          // the session of the latest event, while open
 	built   int               // the size of the session b last built
 }
 
@@ -143,7 +144,10 @@ func (s *stream) route(e *event) error {
 		s.parents[e.sessionID] = e.parentSessionID
 	}
 	key := s.sessionOf(e)
-	sess, ok := s.sessions[key]
+	sess, ok := s.cur, s.cur != nil && s.cur.key == key // most events follow one of their session
+	if !ok {
+		sess, ok = s.sessions[key]
+	}
 	if !ok {
 		sess = &session{key: key, events: s.spare()}
 		s.sessions[key] = sess
@@ -162,6 +166,7 @@ func (s *stream) route(e *event) error {
 		}
 	}
 	sess.events = append(sess.events, e)
+	s.cur = sess
 	if e.phase == phaseEnd && e.start != nil && e.start == sess.root {
 		return s.flush(sess)
 	}
@@ -255,6 +260,9 @@ func (s *stream) sessionOf(e *event) sessionKey {
 // session_id unique within the file.
 func (s *stream) flush(sess *session) error {
 	delete(s.sessions, sess.key)
+	if s.cur == sess {
+		s.cur = nil
+	}
 	if s.b == nil {
 		s.b = newBuilder(func(id string) bool { return s.seen[id] })
 	}

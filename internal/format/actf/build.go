@@ -276,8 +276,14 @@ func (b *builder) appendCall(tc model.ToolCall) int {
 // textStep records a payload that is not a recognizable message list as
 // one step holding its text (or its JSON).
 func (b *builder) textStep(e *event, id, source string, payload json.RawMessage) {
+	text, kind, ok := format.Content(payload)
+	b.contentStep(e, id, source, text, kind, ok)
+}
+
+// contentStep is textStep for a payload's format.Content.
+func (b *builder) contentStep(e *event, id, source, text, kind string, ok bool) {
 	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts}
-	if text, kind, ok := format.Content(payload); ok {
+	if ok {
 		st.MessageValue, st.MessageKind = model.Str(text), kind
 	}
 	b.stepExtras[b.appendStep(st)].scope(e)
@@ -544,7 +550,7 @@ func (b *builder) runEnd(e *event) {
 		b.warn(e, "agent scope status %q is not recognized; run status unknown", e.status)
 	}
 	r.Status = status
-	text, _, ok := format.Content(e.payload)
+	text, kind, ok := format.Content(e.payload)
 	if !ok || text == "" {
 		return
 	}
@@ -552,7 +558,7 @@ func (b *builder) runEnd(e *event) {
 	if b.lastAgent >= 0 && model.Deref(b.sl.Steps[b.lastAgent].MessageValue) == text {
 		return
 	}
-	b.textStep(e, pairKey(e)+":output", model.SourceAgent, e.payload)
+	b.contentStep(e, pairKey(e)+":output", model.SourceAgent, text, kind, ok)
 }
 
 func runStatus(s string) (status string, known bool) {

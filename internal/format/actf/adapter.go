@@ -69,14 +69,14 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	}
 	base := path.Base(src.File)
 	s := &stream{
-		src: src, layout: layout, emit: emit,
+		src: src, layout: layout, emit: emit, sourceFormat: format.ACTF + "/" + layout,
 		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
-		sessions:    map[sessionKey]*session{}, scopeSession: map[string]sessionKey{},
+		sessions:    map[sessionKey]*session{}, scopes: map[string]scope{},
 		open: map[openKey]*event{}, parents: map[string]string{},
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
-		e, err := decodeLine(line, text)
+		e, err := decodeLine(line, text, s.scopes)
 		if err != nil {
 			return format.Errorf(src, line, "", "not a JSON object: %v", err)
 		}
@@ -98,12 +98,13 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 type stream struct {
 	src          format.Source
 	layout       string
+	sourceFormat string
 	emit         format.Emit
 	header       json.RawMessage
 	fileSession  sessionKey // the file's default session
 	sessions     map[sessionKey]*session
-	order        []sessionKey          // session keys in order of first appearance
-	scopeSession map[string]sessionKey // scope uuid → session key
+	order        []sessionKey     // session keys in order of first appearance
+	scopes       map[string]scope // scopes started, by uuid
 	// open holds the starts not yet ended, by pairing key: the latest one,
 	// which links to the one it hides (a stack without a slice per start).
 	open    map[openKey]*event
@@ -122,6 +123,13 @@ type stream struct {
 type sessionKey struct {
 	kind byte
 	id   string
+}
+
+// scope is a started scope: its uuid (the string events reuse) and its
+// session.
+type scope struct {
+	uuid    string
+	session sessionKey
 }
 
 type session struct {
@@ -156,7 +164,7 @@ func (s *stream) route(e *event) error {
 	}
 	if e.phase == phaseStart {
 		if e.uuid != "" {
-			s.scopeSession[e.uuid] = key
+			s.scopes[e.uuid] = scope{e.uuid, key}
 		}
 		k := keyOf(e)
 		e.hidden = s.open[k]
@@ -186,8 +194,8 @@ func (s *stream) spare() []*event {
 
 // inSession reports whether scope uuid belongs to the session key.
 func (s *stream) inSession(uuid string, key sessionKey) bool {
-	k, ok := s.scopeSession[uuid]
-	return ok && k == key
+	sc, ok := s.scopes[uuid]
+	return ok && sc.session == key
 }
 
 // sessionOfScope returns the session of scope uuid, if it is known.
@@ -195,8 +203,8 @@ func (s *stream) sessionOfScope(uuid string) (sessionKey, bool) {
 	if uuid == "" {
 		return sessionKey{}, false
 	}
-	k, ok := s.scopeSession[uuid]
-	return k, ok
+	sc, ok := s.scopes[uuid]
+	return sc.session, ok
 }
 
 // pair links an end to the latest open start with the same uuid (or, for
@@ -281,7 +289,7 @@ func (s *stream) flush(sess *session) error {
 	s.emitted[sess.key.id]++
 	r.ParentSessionID = model.Str(s.parents[sess.key.id])
 	r.RunID = s.rootSession(sess.key.id)
-	r.SourceFormat = format.ACTF + "/" + s.layout
+	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)
 	return s.emit(sl)
 }

@@ -144,7 +144,7 @@ var (
 // so a valid object is copied once and its members are looked up in the
 // copy (which they alias), in one pass and without a map per line; anything
 // else goes through the codec, for its error (or null, which reads as {}).
-func decodeLine(line int64, text []byte) (*event, error) {
+func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error) {
 	var raw []byte
 	var obj [numFields][]byte
 	var rest, dataRest bool // members leftover would keep
@@ -176,8 +176,8 @@ func decodeLine(line int64, text []byte) (*event, error) {
 		line:       line,
 		raw:        raw,
 		kind:       symbol(obj[fKind]),
-		uuid:       format.String(obj[fUUID]),
-		parentUUID: format.String(obj[fParentUUID]),
+		uuid:       scopeID(obj[fUUID], scopes),
+		parentUUID: scopeID(obj[fParentUUID], scopes),
 		name:       format.Symbol(obj[fName]),
 	}
 	if t, ok := format.Time(obj[fTimestamp]); ok {
@@ -311,6 +311,19 @@ func stringEnd(b []byte, i int) int {
 	return jsonx.StringEnd(b, i)
 }
 
+// scopeID is format.String for a uuid member, reusing the string of a
+// started scope (an end's own, most parents) rather than allocating one
+// per line: an unescaped string is its bytes, and a key of scopes is valid
+// UTF-8, so a match is the string format.String would return.
+func scopeID(raw []byte, scopes map[string]scope) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		if sc, ok := scopes[string(raw[1:n-1])]; ok {
+			return sc.uuid
+		}
+	}
+	return format.String(raw)
+}
+
 // symbol is format.Symbol for the envelope's enumerations, whose known
 // values are matched as written, without hashing.
 func symbol(raw []byte) string {
@@ -438,6 +451,15 @@ func str(raw json.RawMessage) string {
 		return ""
 	}
 	return format.String(raw)
+}
+
+// symbolStr is str for a name drawn from a small set (format.Symbol).
+func symbolStr(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	return format.Symbol(raw)
 }
 
 // strOf is str of obj's member key.

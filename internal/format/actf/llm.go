@@ -167,7 +167,7 @@ func isObject(raw json.RawMessage) bool {
 func decodeMessage(raw json.RawMessage) message {
 	var f [8][]byte
 	subFields(raw, messageKeys, f[:])
-	role := format.String(f[0])
+	role := format.Symbol(f[0])
 	content := f[1]
 	if f[2] != nil {
 		content = f[2]
@@ -256,10 +256,10 @@ func openAICalls(raw json.RawMessage) []call {
 		if !subFields(it, callKeys, f[:]) && !format.IsNull(it) {
 			return nil // not an array of objects
 		}
-		c := call{id: format.String(f[0]), name: format.String(f[1]), args: f[2]}
+		c := call{id: format.String(f[0]), name: format.Symbol(f[1]), args: f[2]}
 		var fn [2][]byte
 		if subFields(f[3], functionKeys, fn[:]) {
-			c.name = first(str(fn[0]), c.name)
+			c.name = first(symbolStr(fn[0]), c.name)
 			c.args = fn[1]
 		}
 		if c.args == nil {

@@ -612,24 +612,31 @@ func (b *builder) mark(e *event) {
 
 func (b *builder) runExtra(header json.RawMessage) {
 	r := &b.sl.Run
-	extra := map[string]json.RawMessage{}
-	if header != nil {
-		extra["stream_header"] = header
-	}
+	// The members are compact JSON already: they are written in key order,
+	// as format.Extra would write them, without a map to sort.
+	var buf [512]byte
+	out := buf[:0]
 	if b.root != nil {
 		if left := leftover(b.root); left != nil {
-			extra["agent_scope"] = json.RawMessage(*left)
+			out = append(memberKey(out, "agent_scope"), *left...)
 		}
 	}
-	for key, counts := range map[string]map[string]int64{"marks": b.marks, "unmapped_scopes": b.scopes} {
-		if obj := countsObject(counts); obj != nil {
-			extra[key] = obj
-		}
+	if obj := countsObject(b.marks); obj != nil {
+		out = append(memberKey(out, "marks"), obj...)
 	}
 	if b.redacted > 0 {
-		extra["redacted_payloads"] = json.RawMessage(strconv.FormatInt(b.redacted, 10))
+		out = strconv.AppendInt(memberKey(out, "redacted_payloads"), b.redacted, 10)
 	}
-	r.Extra = format.Extra(extra)
+	if header != nil {
+		out = append(memberKey(out, "stream_header"), header...)
+	}
+	if obj := countsObject(b.scopes); obj != nil {
+		out = append(memberKey(out, "unmapped_scopes"), obj...)
+	}
+	if len(out) > 0 {
+		extra := string(append(out, '}'))
+		r.Extra = &extra
+	}
 	if len(b.refs) > 0 {
 		refs, _ := jsonx.Marshal(b.refs)
 		r.SubagentRefs = model.Str(string(refs))

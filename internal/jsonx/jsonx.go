@@ -39,9 +39,15 @@ func Compact(src []byte) ([]byte, bool) {
 	if !Valid(src) {
 		return nil, false
 	}
+	return CompactValid(src), true
+}
+
+// CompactValid is Compact for src already known to be valid JSON (a member
+// of a validated record), without validating it again.
+func CompactValid(src []byte) []byte {
 	i := nextSpace(src, 0)
 	if i < 0 {
-		return src, true
+		return src
 	}
 	dst := make([]byte, 0, len(src))
 	for start := 0; ; {
@@ -51,7 +57,7 @@ func Compact(src []byte) ([]byte, bool) {
 		}
 		start = i
 		if i = nextSpace(src, i); i < 0 {
-			return append(dst, src[start:]...), true
+			return append(dst, src[start:]...)
 		}
 	}
 }

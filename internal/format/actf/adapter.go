@@ -67,14 +67,16 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	default:
 		return fmt.Errorf("actf: unknown layout %q", layout)
 	}
+	base := path.Base(src.File)
 	s := &stream{
-		src: src, layout: layout, emit: emit,
-		sessions: map[string]*session{}, ids: map[string]string{}, scopeSession: map[string]string{},
-		open: map[string][]*event{}, parents: map[string]string{},
+		src: src, layout: layout, emit: emit, sourceFormat: format.ACTF + "/" + layout,
+		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
+		sessions:    map[sessionKey]*session{}, scopes: map[string]scope{},
+		open: map[openKey]*event{}, parents: map[string]string{},
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
-		e, err := decodeLine(line, text)
+		e, err := decodeLine(line, text, s.scopes)
 		if err != nil {
 			return format.Errorf(src, line, "", "not a JSON object: %v", err)
 		}
@@ -96,22 +98,44 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 type stream struct {
 	src          format.Source
 	layout       string
+	sourceFormat string
 	emit         format.Emit
 	header       json.RawMessage
-	sessions     map[string]*session
-	ids          map[string]string   // session key → session id, flushed ones included
-	order        []string            // session keys in order of first appearance
-	scopeSession map[string]string   // scope uuid → session key
-	open         map[string][]*event // pairing key → starts not yet ended
-	parents      map[string]string   // child session id → parent session id
-	emitted      map[string]int      // session ids already emitted
-	seen         map[string]bool     // session ids seen in the stream
+	fileSession  sessionKey // the file's default session
+	sessions     map[sessionKey]*session
+	order        []sessionKey     // session keys in order of first appearance
+	scopes       map[string]scope // scopes started, by uuid
+	// open holds the starts not yet ended, by pairing key: the latest one,
+	// which links to the one it hides (a stack without a slice per start).
+	open    map[openKey]*event
+	parents map[string]string // child session id → parent session id
+	emitted map[string]int    // session ids already emitted
+	seen    map[string]bool   // session ids seen in the stream
+	b       *builder          // maps every session in turn
+	free    [][]*event        // event buffers of flushed sessions, for new ones
+	cur     *session          // the session of the latest event, while open
+	built   int               // the size of the session b last built
+}
+
+// sessionKey names a session: by metadata.session_id ('s'), by its root
+// agent scope's uuid ('u'), or the file's default session ('f'); id is the
+// session id.
+type sessionKey struct {
+	kind byte
+	id   string
+}
+
+// scope is a started scope: its uuid (the string events reuse) and its
+// session.
+type scope struct {
+	uuid    string
+	session sessionKey
 }
 
 type session struct {
-	key, id string
-	events  []*event
-	root    *event // the agent scope whose end closes the session
+	key    sessionKey
+	events []*event
+	root   *event // the agent scope whose end closes the session
 }
 
 func (s *stream) route(e *event) error {
@@ -127,104 +151,145 @@ func (s *stream) route(e *event) error {
 	if e.sessionID != "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		s.parents[e.sessionID] = e.parentSessionID
 	}
-	key, id := s.sessionOf(e)
-	sess, ok := s.sessions[key]
+	key := s.sessionOf(e)
+	sess, ok := s.cur, s.cur != nil && s.cur.key == key // most events follow one of their session
 	if !ok {
-		sess = &session{key: key, id: id}
-		s.sessions[key] = sess
-		s.ids[key] = id
-		s.order = append(s.order, key)
+		sess, ok = s.sessions[key]
 	}
-	s.seen[id] = true
+	if !ok {
+		sess = &session{key: key, events: s.spare()}
+		s.sessions[key] = sess
+		s.order = append(s.order, key)
+		s.seen[key.id] = true // the key's events all have its id
+	}
 	if e.phase == phaseStart {
 		if e.uuid != "" {
-			s.scopeSession[e.uuid] = key
+			s.scopes[e.uuid] = scope{e.uuid, key}
 		}
-		s.open[openKey(e)] = append(s.open[openKey(e)], e)
+		k := keyOf(e)
+		e.hidden = s.open[k]
+		s.open[k] = e
 		if sess.root == nil && e.scopeType == scopeAgent && !s.inSession(e.parentUUID, key) {
 			sess.root = e
 		}
 	}
 	sess.events = append(sess.events, e)
+	s.cur = sess
 	if e.phase == phaseEnd && e.start != nil && e.start == sess.root {
 		return s.flush(sess)
 	}
 	return nil
 }
 
-// inSession reports whether scope uuid belongs to the session key.
-func (s *stream) inSession(uuid, key string) bool {
-	k, ok := s.scopeSession[uuid]
-	return ok && k == key
+// spare returns an event buffer for a new session.
+func (s *stream) spare() []*event {
+	n := len(s.free)
+	if n == 0 {
+		return nil
+	}
+	events := s.free[n-1]
+	s.free = s.free[:n-1]
+	return events
 }
 
-func (s *stream) known(uuid string) bool {
-	_, ok := s.scopeSession[uuid]
-	return uuid != "" && ok
+// inSession reports whether scope uuid belongs to the session key.
+func (s *stream) inSession(uuid string, key sessionKey) bool {
+	sc, ok := s.scopes[uuid]
+	return ok && sc.session == key
+}
+
+// sessionOfScope returns the session of scope uuid, if it is known.
+func (s *stream) sessionOfScope(uuid string) (sessionKey, bool) {
+	if uuid == "" {
+		return sessionKey{}, false
+	}
+	sc, ok := s.scopes[uuid]
+	return sc.session, ok
 }
 
 // pair links an end to the latest open start with the same uuid (or, for
 // producers that omit uuids, the same type, name and tool call id).
 func (s *stream) pair(e *event) {
-	k := openKey(e)
-	starts := s.open[k]
-	if len(starts) == 0 {
+	k := keyOf(e)
+	start := s.open[k]
+	if start == nil {
 		return
 	}
-	e.start = starts[len(starts)-1]
-	if len(starts) == 1 {
+	e.start = start
+	if start.hidden == nil {
 		delete(s.open, k)
 	} else {
-		s.open[k] = starts[:len(starts)-1]
+		s.open[k] = start.hidden
+		start.hidden = nil // so that it does not keep an ended scope's events
 	}
 }
 
-func openKey(e *event) string {
+// openKey is the pairing key of a scope: its uuid, else (anonymous) its
+// type, name and tool call id.
+type openKey struct {
+	anonymous bool
+	key       string
+}
+
+func keyOf(e *event) openKey {
 	if e.uuid != "" {
-		return "u:" + e.uuid
+		return openKey{key: e.uuid}
 	}
-	return "a:" + e.scopeType + "|" + e.name + "|" + e.toolCallID
+	return openKey{true, e.scopeType + "|" + e.name + "|" + e.toolCallID}
 }
 
 // sessionOf decides which Storyline an event belongs to: its
 // metadata.session_id (a subagent announcement belongs to the parent), else
 // the session of its start or parent scope, else a root agent scope starts
 // a session named by its uuid, else the file's default session.
-func (s *stream) sessionOf(e *event) (key, id string) {
-	switch {
-	case e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent"):
-		return "s:" + e.parentSessionID, e.parentSessionID
-	case e.sessionID != "":
-		return "s:" + e.sessionID, e.sessionID
-	case e.start != nil && e.start.uuid != "" && s.known(e.start.uuid):
-		return s.keyOf(s.scopeSession[e.start.uuid])
-	case s.known(e.parentUUID):
-		return s.keyOf(s.scopeSession[e.parentUUID])
-	case e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "":
-		return "u:" + e.uuid, e.uuid
+func (s *stream) sessionOf(e *event) sessionKey {
+	if e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent") {
+		return sessionKey{'s', e.parentSessionID}
 	}
-	base := path.Base(s.src.File)
-	return "f", strings.TrimSuffix(base, path.Ext(base))
+	if e.sessionID != "" {
+		return sessionKey{'s', e.sessionID}
+	}
+	if e.start != nil {
+		if k, ok := s.sessionOfScope(e.start.uuid); ok {
+			return k
+		}
+	}
+	if k, ok := s.sessionOfScope(e.parentUUID); ok {
+		return k
+	}
+	if e.phase == phaseStart && e.scopeType == scopeAgent && e.uuid != "" {
+		return sessionKey{'u', e.uuid}
+	}
+	return s.fileSession
 }
-
-func (s *stream) keyOf(key string) (string, string) { return key, s.ids[key] }
 
 // flush builds and emits a session's Storyline. A session id seen again
 // after its Storyline was emitted gets a numbered suffix, keeping
 // session_id unique within the file.
 func (s *stream) flush(sess *session) error {
 	delete(s.sessions, sess.key)
-	b := newBuilder(sess.id, func(id string) bool { return s.seen[id] })
-	sl := b.build(sess.events, s.header)
-	r := &sl.Run
-	if n := s.emitted[sess.id]; n > 0 {
-		r.SessionID = sess.id + "#" + strconv.Itoa(n+1)
-		r.OriginalSessionID = model.Str(sess.id)
+	if s.cur == sess {
+		s.cur = nil
 	}
-	s.emitted[sess.id]++
-	r.ParentSessionID = model.Str(s.parents[sess.id])
-	r.RunID = s.rootSession(sess.id)
-	r.SourceFormat = format.ACTF + "/" + s.layout
+	if s.b == nil {
+		s.b = newBuilder(func(id string) bool { return s.seen[id] })
+	}
+	s.b.reset(sess.key.id, s.built)
+	sl := s.b.build(sess.events, s.header)
+	s.built = s.b.size(len(sess.events))
+	if cap(sess.events) <= reuseLimit {
+		clear(sess.events)
+		s.free = append(s.free, sess.events[:0])
+	}
+	r := &sl.Run
+	if n := s.emitted[sess.key.id]; n > 0 {
+		r.SessionID = sess.key.id + "#" + strconv.Itoa(n+1)
+		r.OriginalSessionID = model.Str(sess.key.id)
+	}
+	s.emitted[sess.key.id]++
+	r.ParentSessionID = model.Str(s.parents[sess.key.id])
+	r.RunID = s.rootSession(sess.key.id)
+	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)
 	return s.emit(sl)
 }

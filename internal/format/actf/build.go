@@ -1,6 +1,7 @@
 package actf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -16,7 +17,7 @@ const redacted = "<redacted>"
 
 // builder turns one session's events, in file order, into a Storyline.
 type builder struct {
-	sl        model.Storyline
+	sl        *model.Storyline
 	stepIDs   map[string]bool
 	lastAgent int            // index of the latest agent step, -1 before any
 	llmSteps  map[string]int // llm scope uuid → its agent step
@@ -30,7 +31,7 @@ type builder struct {
 	turnCalls   map[string][]int
 	generatedID map[int]bool
 	namePaired  map[int]bool
-	prevInput   []string // fingerprints of the previous llm input
+	prevInput   []message // the previous llm input
 	llmEnded    bool
 	root        *event // the run's agent scope start
 	marks       map[string]int64
@@ -38,17 +39,62 @@ type builder struct {
 	refs        []model.SubagentRef
 	redacted    int64
 	resolved    func(sessionID string) bool
+	// stepExtras and callExtras are the extras of the steps and tool calls,
+	// by row, written to the rows once the session is mapped.
+	stepExtras, callExtras []rowExtra
+	// steps and calls are the rows' buffers, reused from session to
+	// session: a session's rows are copied out once, at their final size.
+	steps []model.Step
+	calls []model.ToolCall
+	// input is the first llm input, decoded by agentInputShown for llmStart.
+	input struct {
+		e    *event
+		msgs []message
+		ok   bool
+	}
 }
 
-func newBuilder(sessionID string, resolved func(string) bool) *builder {
-	b := &builder{
-		stepIDs: map[string]bool{}, lastAgent: -1, llmSteps: map[string]int{},
-		openCalls: map[string]int{}, scopeRows: map[*event]int{},
-		turnCalls: map[string][]int{}, generatedID: map[int]bool{}, namePaired: map[int]bool{},
-		marks: map[string]int64{}, scopes: map[string]int64{}, resolved: resolved,
+func newBuilder(resolved func(string) bool) *builder {
+	return &builder{resolved: resolved}
+}
+
+// reuseLimit is the size of a session (events and rows) above which its
+// maps are dropped rather than cleared for the next one: clearing costs
+// their capacity, which a large session leaves behind.
+const reuseLimit = 1024
+
+// reset readies the builder for a new session. One builder serves a whole
+// stream, keeping its maps (fresh ones for each of many small sessions
+// showed in profiles); prevSize is the size of the session it last built.
+func (b *builder) reset(sessionID string, prevSize int) {
+	if b.stepIDs == nil || prevSize > reuseLimit {
+		b.stepIDs, b.llmSteps, b.openCalls = map[string]bool{}, map[string]int{}, map[string]int{}
+		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
+		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
+		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
+		b.stepExtras, b.callExtras, b.steps, b.calls = nil, nil, nil, nil
+	} else {
+		clear(b.stepIDs)
+		clear(b.llmSteps)
+		clear(b.openCalls)
+		clear(b.scopeRows)
+		clear(b.turnCalls)
+		clear(b.generatedID)
+		clear(b.namePaired)
+		clear(b.marks)
+		clear(b.scopes)
+		clear(b.stepExtras) // they alias the previous session's lines
+		clear(b.callExtras)
+	}
+	*b = builder{
+		stepIDs: b.stepIDs, lastAgent: -1, llmSteps: b.llmSteps, openCalls: b.openCalls, scopeRows: b.scopeRows,
+		turnCalls: b.turnCalls, generatedID: b.generatedID, namePaired: b.namePaired,
+		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
+		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: &model.Storyline{},
+		steps: b.steps, calls: b.calls,
 	}
 	b.sl.Run.SessionID = sessionID
-	return b
+	b.sl.Steps, b.sl.ToolCalls = b.steps[:0], b.calls[:0]
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -57,9 +103,9 @@ func (b *builder) warn(e *event, format string, args ...any) {
 
 // build maps the events; header is the stream header line, if any.
 func (b *builder) build(events []*event, header json.RawMessage) *model.Storyline {
-	inputShown := agentInputShown(events)
+	inputShown := b.agentInputShown(events)
 	for _, e := range events {
-		if format.String(e.payload) == redacted {
+		if isRedacted(e.payload) {
 			b.redacted++
 		}
 		switch e.phase {
@@ -78,7 +124,43 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 		b.warn(b.root, "agent scope %q never ended", b.root.name)
 	}
 	b.runExtra(header)
-	return &b.sl
+	for i := range b.stepExtras {
+		b.sl.Steps[i].Extra = b.stepExtras[i].text()
+	}
+	for i := range b.callExtras {
+		b.sl.ToolCalls[i].Extra = b.callExtras[i].text()
+	}
+	b.sl.Steps, b.steps = final(b.sl.Steps)
+	b.sl.ToolCalls, b.calls = final(b.sl.ToolCalls)
+	return b.sl
+}
+
+// final copies rows out of their buffer (nil when there are none, as
+// appending would have left them) and returns the buffer, cleared, for the
+// next session.
+func final[T any](rows []T) (out, buf []T) {
+	if len(rows) > 0 {
+		out = slices.Clone(rows)
+	}
+	clear(rows)
+	return out, rows[:0]
+}
+
+// size is what reset weighs the session by.
+func (b *builder) size(events int) int { return events + len(b.sl.Steps) + len(b.sl.ToolCalls) }
+
+// isRedacted is format.String(raw) == redacted without copying the payload
+// (every event's): the payload is valid JSON, so only a string can match.
+func isRedacted(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || n-2 > 6*len(redacted) { // at most \uXXXX per character
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:n-1]) == redacted
+	}
+	return format.String(raw) == redacted
 }
 
 func scopeTypeOf(e *event) string {
@@ -146,15 +228,19 @@ func (b *builder) otherScope(e *event) {
 
 // agentInputShown reports whether the agent scope's input is repeated as a
 // user message of the first llm call, so that it is not recorded twice.
-func agentInputShown(events []*event) bool {
+// The llm input it decodes is kept for llmStart.
+func (b *builder) agentInputShown(events []*event) bool {
 	var input string
 	for _, e := range events {
 		switch {
 		case e.phase == phaseStart && scopeTypeOf(e) == scopeAgent && input == "":
 			input, _, _ = format.Content(e.payload)
 		case e.phase == phaseStart && scopeTypeOf(e) == scopeLLM:
-			msgs, _ := inputMessages(e.payload)
-			for _, m := range msgs {
+			msgs, ok := inputMessages(e.payload)
+			b.input.e, b.input.msgs, b.input.ok = e, msgs, ok
+			for i := range msgs {
+				m := &msgs[i]
+				m.decode()
 				if m.role == "user" && m.text != nil && *m.text == input {
 					return true
 				}
@@ -176,18 +262,31 @@ func (b *builder) appendStep(st model.Step) int {
 		b.lastAgent = len(b.sl.Steps)
 	}
 	b.sl.Steps = append(b.sl.Steps, st)
+	b.stepExtras = append(b.stepExtras, rowExtra{})
 	return len(b.sl.Steps) - 1
+}
+
+// appendCall adds a tool call row.
+func (b *builder) appendCall(tc model.ToolCall) int {
+	b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
+	b.callExtras = append(b.callExtras, rowExtra{})
+	return len(b.sl.ToolCalls) - 1
 }
 
 // textStep records a payload that is not a recognizable message list as
 // one step holding its text (or its JSON).
 func (b *builder) textStep(e *event, id, source string, payload json.RawMessage) {
-	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts,
-		Extra: scopeExtra(e)}
-	if text, kind, ok := format.Content(payload); ok {
+	text, kind, ok := format.Content(payload)
+	b.contentStep(e, id, source, text, kind, ok)
+}
+
+// contentStep is textStep for a payload's format.Content.
+func (b *builder) contentStep(e *event, id, source, text, kind string, ok bool) {
+	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts}
+	if ok {
 		st.MessageValue, st.MessageKind = model.Str(text), kind
 	}
-	b.appendStep(st)
+	b.stepExtras[b.appendStep(st)].scope(e)
 }
 
 // llmStart records the new input messages of an llm call. Chat inputs
@@ -196,23 +295,24 @@ func (b *builder) textStep(e *event, id, source string, payload json.RawMessage)
 // recorded llm outputs and tool results and are skipped (a tool message
 // still fills a call's missing result).
 func (b *builder) llmStart(e *event) {
-	msgs, ok := inputMessages(e.payload)
+	msgs, ok := b.input.msgs, b.input.ok
+	if e != b.input.e {
+		msgs, ok = inputMessages(e.payload)
+	}
 	if !ok {
 		if !format.IsNull(e.payload) {
 			b.textStep(e, pairKey(e)+":input", model.SourceUser, e.payload)
 		}
 		return
 	}
-	fps := make([]string, len(msgs))
-	for i, m := range msgs {
-		fps[i] = m.fingerprint
-	}
 	offset := 0
-	if isPrefix(b.prevInput, fps) {
+	if isPrefix(b.prevInput, msgs) {
 		offset = len(b.prevInput)
 	}
-	b.prevInput = fps
-	for i, m := range msgs[offset:] {
+	b.prevInput = msgs
+	for i := range msgs[offset:] {
+		msgs[offset+i].decode()
+		m := msgs[offset+i]
 		source := roleSource(m)
 		if source == model.SourceTool {
 			b.resultFromMessage(m)
@@ -228,12 +328,12 @@ func (b *builder) llmStart(e *event) {
 	}
 }
 
-func isPrefix(prefix, s []string) bool {
+func isPrefix(prefix, s []message) bool {
 	if len(prefix) == 0 || len(prefix) > len(s) {
 		return false
 	}
 	for i := range prefix {
-		if prefix[i] != s[i] {
+		if !same(&prefix[i], &s[i]) {
 			return false
 		}
 	}
@@ -257,7 +357,7 @@ func roleSource(m message) string {
 
 func (b *builder) messageStep(e *event, id, source string, m message) int {
 	st := model.Step{StepID: id, Source: source, MessageKind: m.kind, Reasoning: m.reasoning,
-		Timestamp: e.ts, Extra: scopeExtra(e)}
+		Timestamp: e.ts}
 	if m.text != nil && *m.text != "" {
 		st.MessageValue = m.text
 	} else if len(m.calls) > 0 {
@@ -266,7 +366,9 @@ func (b *builder) messageStep(e *event, id, source string, m message) int {
 	if source == model.SourceAgent {
 		st.ModelName = model.Str(e.modelName)
 	}
-	return b.appendStep(st)
+	idx := b.appendStep(st)
+	b.stepExtras[idx].scope(e)
+	return idx
 }
 
 func (b *builder) resultFromMessage(m message) {
@@ -300,7 +402,7 @@ func (b *builder) llmEnd(e *event) {
 	st := &b.sl.Steps[idx]
 	t := usageTokens(usage)
 	st.PromptTokens, st.CompletionTokens, st.CachedTokens, st.ReasoningTokens = t.prompt, t.completion, t.cached, t.reasoning
-	st.Extra = endExtra(e, st.Extra)
+	b.stepExtras[idx].end(e)
 	if b.sl.Run.AgentModelName == nil {
 		b.sl.Run.AgentModelName = st.ModelName
 	}
@@ -326,8 +428,7 @@ func (b *builder) addCalls(e *event, stepID string, calls []call) {
 			b.generatedID[len(b.sl.ToolCalls)] = true
 		}
 		args, valid := format.ArgumentsText(c.args)
-		b.openCalls[id] = len(b.sl.ToolCalls)
-		b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
+		b.openCalls[id] = b.appendCall(model.ToolCall{
 			StepID: stepID, ToolCallID: id, FunctionName: c.name, Arguments: args, ArgumentsValid: valid,
 		})
 	}
@@ -365,10 +466,7 @@ func (b *builder) bindCall(e *event) int {
 			MessageKind: "tool_calls_only", Timestamp: e.ts})
 	}
 	id := first(e.toolCallID, e.uuid, "line:"+strconv.FormatInt(e.line, 10))
-	row := len(b.sl.ToolCalls)
-	b.sl.ToolCalls = append(b.sl.ToolCalls, model.ToolCall{
-		StepID: b.sl.Steps[step].StepID, ToolCallID: id, FunctionName: e.name,
-	})
+	row := b.appendCall(model.ToolCall{StepID: b.sl.Steps[step].StepID, ToolCallID: id, FunctionName: e.name})
 	b.scopeRows[e] = row
 	b.setArgs(row, e)
 	return row
@@ -403,7 +501,7 @@ func (b *builder) setArgs(row int, e *event) {
 	if tc.FunctionName == "" {
 		tc.FunctionName = e.name
 	}
-	tc.Extra = mergeObject(tc.Extra, scopeExtra(e))
+	b.callExtras[row].scope(e)
 }
 
 func (b *builder) toolEnd(e *event) {
@@ -426,14 +524,17 @@ func (b *builder) toolEnd(e *event) {
 			tc.Result = errorText(e.errRaw)
 		}
 	}
-	tc.Extra = endExtra(e, tc.Extra)
+	b.callExtras[row].end(e)
 }
 
 // errorText is the message of an {type, message} error object, or the
 // error's JSON.
 func errorText(raw json.RawMessage) *string {
-	if obj := subObject(raw); obj != nil && str(obj, "message") != "" {
-		return model.Str(str(obj, "message"))
+	var msg [1][]byte
+	if subFields(raw, messageKey, msg[:]) {
+		if text := str(msg[0]); text != "" {
+			return &text
+		}
 	}
 	if text, _, ok := format.Content(raw); ok {
 		return &text
@@ -449,7 +550,7 @@ func (b *builder) runEnd(e *event) {
 		b.warn(e, "agent scope status %q is not recognized; run status unknown", e.status)
 	}
 	r.Status = status
-	text, _, ok := format.Content(e.payload)
+	text, kind, ok := format.Content(e.payload)
 	if !ok || text == "" {
 		return
 	}
@@ -457,7 +558,7 @@ func (b *builder) runEnd(e *event) {
 	if b.lastAgent >= 0 && model.Deref(b.sl.Steps[b.lastAgent].MessageValue) == text {
 		return
 	}
-	b.textStep(e, pairKey(e)+":output", model.SourceAgent, e.payload)
+	b.contentStep(e, pairKey(e)+":output", model.SourceAgent, text, kind, ok)
 }
 
 func runStatus(s string) (status string, known bool) {
@@ -487,7 +588,7 @@ func (b *builder) mark(e *event) {
 	format.Fields(e.raw, []string{"metadata", "data"}, f[:])
 	meta := subObject(f[0])
 	data := subObject(decodedData(f[1]))
-	child := first(str(meta, "child_session_id"), str(data, "child_session_id"))
+	child := first(strOf(meta, "child_session_id"), strOf(data, "child_session_id"))
 	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
 		child = e.sessionID
 	}
@@ -499,7 +600,7 @@ func (b *builder) mark(e *event) {
 			return
 		}
 	}
-	ref := model.SubagentRef{SessionID: child, TrajectoryID: first(str(meta, "subagent_id"), str(data, "subagent_id"))}
+	ref := model.SubagentRef{SessionID: child, TrajectoryID: first(strOf(meta, "subagent_id"), strOf(data, "subagent_id"))}
 	if b.lastAgent >= 0 {
 		ref.StepID = b.sl.Steps[b.lastAgent].StepID
 	}
@@ -511,24 +612,31 @@ func (b *builder) mark(e *event) {
 
 func (b *builder) runExtra(header json.RawMessage) {
 	r := &b.sl.Run
-	extra := map[string]json.RawMessage{}
-	if header != nil {
-		extra["stream_header"] = header
-	}
+	// The members are compact JSON already: they are written in key order,
+	// as format.Extra would write them, without a map to sort.
+	var buf [512]byte
+	out := buf[:0]
 	if b.root != nil {
 		if left := leftover(b.root); left != nil {
-			extra["agent_scope"] = json.RawMessage(*left)
+			out = append(memberKey(out, "agent_scope"), *left...)
 		}
 	}
-	for key, counts := range map[string]map[string]int64{"marks": b.marks, "unmapped_scopes": b.scopes} {
-		if obj := countsObject(counts); obj != nil {
-			extra[key] = obj
-		}
+	if obj := countsObject(b.marks); obj != nil {
+		out = append(memberKey(out, "marks"), obj...)
 	}
 	if b.redacted > 0 {
-		extra["redacted_payloads"] = json.RawMessage(strconv.FormatInt(b.redacted, 10))
+		out = strconv.AppendInt(memberKey(out, "redacted_payloads"), b.redacted, 10)
 	}
-	r.Extra = format.Extra(extra)
+	if header != nil {
+		out = append(memberKey(out, "stream_header"), header...)
+	}
+	if obj := countsObject(b.scopes); obj != nil {
+		out = append(memberKey(out, "unmapped_scopes"), obj...)
+	}
+	if len(out) > 0 {
+		extra := string(append(out, '}'))
+		r.Extra = &extra
+	}
 	if len(b.refs) > 0 {
 		refs, _ := jsonx.Marshal(b.refs)
 		r.SubagentRefs = model.Str(string(refs))
@@ -546,50 +654,93 @@ func countsObject(counts map[string]int64) json.RawMessage {
 	return json.RawMessage(*format.Extra(obj))
 }
 
-// scopeKey is the extra member that records which scope a row came from.
-const scopeKey = "scope_uuid"
+// rowExtra is the extra of a step or tool call: the members a row can
+// have, absent when zero. It is written once, as Extra would write the
+// object (keys sorted, values compact), rather than parsed and rewritten at
+// every merge.
+type rowExtra struct {
+	dataSchema string
+	err        json.RawMessage
+	event      *string
+	scopeUUID  string // the scope the row came from
+	status     string
+}
 
-// scopeExtra is the extra of a row from scope e.
-func scopeExtra(e *event) *string {
-	if e.uuid == "" {
+// scope records that the row came from scope e.
+func (x *rowExtra) scope(e *event) {
+	if e.uuid != "" {
+		x.scopeUUID = e.uuid
+	}
+}
+
+// end adds what a scope end carries beyond the columns: its scope, a
+// non-ok status, the error object, the payload schema and unmapped
+// envelope keys.
+func (x *rowExtra) end(e *event) {
+	x.scope(e)
+	if e.status != "" && e.status != "ok" {
+		x.status = e.status
+	}
+	if !format.IsNull(e.errRaw) {
+		x.err = e.errRaw
+	}
+	if e.dataSchema != "" {
+		x.dataSchema = e.dataSchema
+	}
+	if left := leftover(e); left != nil {
+		x.event = left
+	}
+}
+
+// text is the extra column: members in key order, nil when there are none.
+func (x *rowExtra) text() *string {
+	var buf [256]byte
+	b := buf[:0]
+	if x.dataSchema != "" {
+		b = jsonx.AppendQuoted(memberKey(b, "data_schema"), x.dataSchema)
+	}
+	if x.err != nil {
+		b = append(memberKey(b, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
+	}
+	if x.event != nil {
+		b = append(memberKey(b, "event"), *x.event...)
+	}
+	if x.scopeUUID != "" {
+		b = jsonx.AppendQuoted(memberKey(b, "scope_uuid"), x.scopeUUID)
+	}
+	if x.status != "" {
+		b = jsonx.AppendQuoted(memberKey(b, "status"), x.status)
+	}
+	if len(b) == 0 {
 		return nil
 	}
-	s := `{"` + scopeKey + `":` + string(mustJSON(e.uuid)) + `}`
+	s := string(append(b, '}'))
 	return &s
 }
 
-// endExtra adds what a scope end carries beyond the columns: its scope, a
-// non-ok status, the error object, the payload schema and unmapped
-// envelope keys, in one merge.
-func endExtra(e *event, extra *string) *string {
-	add := map[string]json.RawMessage{}
-	if e.uuid != "" {
-		add[scopeKey] = mustJSON(e.uuid)
+// memberKey appends the start of an object member named key (a name that
+// needs no escaping).
+func memberKey(b []byte, key string) []byte {
+	if len(b) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, ',')
 	}
-	if e.status != "" && e.status != "ok" {
-		add["status"] = mustJSON(e.status)
-	}
-	if !format.IsNull(e.errRaw) {
-		add["error"] = e.errRaw
-	}
-	if e.dataSchema != "" {
-		add["data_schema"] = mustJSON(e.dataSchema)
-	}
-	if left := leftover(e); left != nil {
-		add["event"] = json.RawMessage(*left)
-	}
-	return format.MergeExtras(extra, add)
+	return append(append(append(b, '"'), key...), '"', ':')
 }
 
 // leftover is the event's unmapped envelope keys, without the empty values
 // (null, [], {}) producers emit for absent fields.
 func leftover(e *event) *string {
+	if !e.hasLeftover {
+		return nil
+	}
 	// Only the members left are put in a map (most ends have none); a
 	// repeated key keeps its last value, as a split would.
 	var obj map[string]json.RawMessage
 	format.EachMember(e.raw, func(k string, v []byte) {
 		switch {
-		case slices.Contains(consumedKeys, k):
+		case consumed(k):
 		case format.EmptyJSON(v) || k == "data" && e.fromData:
 			delete(obj, k)
 		default:
@@ -601,15 +752,6 @@ func leftover(e *event) *string {
 	})
 	return format.Extra(obj)
 }
-
-func mergeObject(extra, add *string) *string {
-	if add == nil {
-		return extra
-	}
-	return format.MergeExtras(extra, format.Object([]byte(*add)))
-}
-
-func mustJSON(s string) json.RawMessage { return jsonx.AppendQuoted(nil, s) }
 
 // pairKey names a scope: its uuid, else its line.
 func pairKey(e *event) string {

@@ -56,19 +56,13 @@ type event struct {
 	parentSessionID string
 	dataSchema      string
 	fromData        bool // payload is the data field (ATOF 0.1)
+	hasLeftover     bool // the line may have members for leftover to keep
 
-	start *event // the matching start of an end event
+	start  *event // the matching start of an end event
+	hidden *event // the open start with the same pairing key this one hides
 }
 
-// consumedKeys are the envelope keys the mapping reads; the rest of a line
-// lands in extra.
-var consumedKeys = []string{
-	"kind", "atof_version", "schema_version", "uuid", "parent_uuid", "timestamp", "name",
-	"scope_category", "category", "scope_type", "model_name", "tool_call_id",
-	"input", "output", "status", "error",
-}
-
-// Members of a line that decodeLine reads, by index into lineKeys.
+// Members of a line that decodeLine reads, by index.
 const (
 	fKind = iota
 	fUUID
@@ -92,22 +86,83 @@ const (
 	numFields
 )
 
-var lineKeys = [numFields]string{
-	"kind", "uuid", "parent_uuid", "name", "timestamp", "scope_category", "category_profile", "profile",
-	"metadata", "data", "category", "scope_type", "model_name", "tool_call_id", "input", "output",
-	"status", "error", "data_schema",
+// field is the index of a line member decodeLine reads, or -1.
+func field(key string) int {
+	switch key {
+	case "kind":
+		return fKind
+	case "uuid":
+		return fUUID
+	case "parent_uuid":
+		return fParentUUID
+	case "name":
+		return fName
+	case "timestamp":
+		return fTimestamp
+	case "scope_category":
+		return fScopeCategory
+	case "category_profile":
+		return fCategoryProfile
+	case "profile":
+		return fProfile
+	case "metadata":
+		return fMetadata
+	case "data":
+		return fData
+	case "category":
+		return fCategory
+	case "scope_type":
+		return fScopeType
+	case "model_name":
+		return fModelName
+	case "tool_call_id":
+		return fToolCallID
+	case "input":
+		return fInput
+	case "output":
+		return fOutput
+	case "status":
+		return fStatus
+	case "error":
+		return fError
+	case "data_schema":
+		return fDataSchema
+	}
+	return -1
 }
+
+// Members of the profile, metadata, data and data_schema objects that
+// decodeLine reads.
+var (
+	profileKeys = []string{"subtype", "model_name", "tool_call_id", "$schema"}
+	metaKeys    = []string{"model_name", "model", "tool_call_id", "session_id", "parent_session_id", "status"}
+	dataKeys    = []string{"reason", "error"}
+	schemaKeys  = []string{"name", "version"}
+)
 
 // decodeLine decodes one line. Events are kept until their session ends,
 // so a valid object is copied once and its members are looked up in the
-// copy (which they alias), without a map per line; anything else goes
-// through the codec, for its error (or null, which reads as {}).
-func decodeLine(line int64, text []byte) (*event, error) {
+// copy (which they alias), in one pass and without a map per line; anything
+// else goes through the codec, for its error (or null, which reads as {}).
+func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error) {
 	var raw []byte
 	var obj [numFields][]byte
+	var rest, dataRest bool // members leftover would keep
 	if jsonx.Valid(text) {
 		raw = bytes.Clone(text)
-		if !format.Fields(raw, lineKeys[:], obj[:]) {
+		isObj := eachMember(raw, func(k, v []byte) {
+			if i := field(string(k)); i >= 0 {
+				obj[i] = v
+			}
+			if !consumed(string(k)) && !format.EmptyJSON(v) {
+				if string(k) == "data" {
+					dataRest = true
+				} else {
+					rest = true
+				}
+			}
+		})
+		if !isObj {
 			raw = nil
 		}
 	}
@@ -120,50 +175,257 @@ func decodeLine(line int64, text []byte) (*event, error) {
 	e := &event{
 		line:       line,
 		raw:        raw,
-		kind:       format.Symbol(obj[fKind]),
-		uuid:       format.String(obj[fUUID]),
-		parentUUID: format.String(obj[fParentUUID]),
+		kind:       symbol(obj[fKind]),
+		uuid:       scopeID(obj[fUUID], scopes),
+		parentUUID: scopeID(obj[fParentUUID], scopes),
 		name:       format.Symbol(obj[fName]),
 	}
-	if t, ok := format.Time(obj[fTimestamp]); ok {
+	if t, ok := timestamp(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
-	e.phase = phaseOf(e.kind, format.Symbol(obj[fScopeCategory]))
-	profile := subObject(obj[fCategoryProfile])
-	if profile == nil {
-		profile = subObject(obj[fProfile])
-	}
-	meta := subObject(obj[fMetadata])
+	e.phase = phaseOf(e.kind, symbol(obj[fScopeCategory]))
+	var profile [4][]byte
+	isProfile := subFields(obj[fCategoryProfile], profileKeys, profile[:]) ||
+		subFields(obj[fProfile], profileKeys, profile[:])
+	var meta [6][]byte
+	subFields(obj[fMetadata], metaKeys, meta[:])
 	data := decodedData(obj[fData])
-	e.scopeType = first(format.Symbol(obj[fCategory]), format.Symbol(obj[fScopeType]))
-	if e.scopeType == "custom" && profile != nil {
-		e.scopeType = first(format.String(profile["subtype"]), e.scopeType)
+	e.scopeType = first(symbol(obj[fCategory]), symbol(obj[fScopeType]))
+	if e.scopeType == "custom" && isProfile {
+		e.scopeType = first(format.String(profile[0]), e.scopeType)
 	}
-	e.modelName = first(str(profile, "model_name"), format.Symbol(obj[fModelName]),
-		str(meta, "model_name"), str(meta, "model"))
-	e.toolCallID = first(str(profile, "tool_call_id"), format.String(obj[fToolCallID]),
-		str(meta, "tool_call_id"))
-	e.sessionID = str(meta, "session_id")
-	e.parentSessionID = str(meta, "parent_session_id")
+	e.modelName = first(str(profile[1]), format.Symbol(obj[fModelName]), str(meta[0]), str(meta[1]))
+	e.toolCallID = first(str(profile[2]), format.String(obj[fToolCallID]), str(meta[2]))
+	e.sessionID = str(meta[3])
+	e.parentSessionID = str(meta[4])
 	e.payload = e.pick(obj[fInput], obj[fOutput], data)
-	dataObj := subObject(data)
-	if e.fromData && dataObj != nil {
-		e.payload = withoutStatus(dataObj, e.payload)
+	var dataObj [2][]byte
+	isData := subFields(data, dataKeys, dataObj[:])
+	if e.fromData && isData && (dataObj[0] != nil || dataObj[1] != nil) {
+		e.payload = withoutStatus(data)
 	}
-	e.status = first(format.Symbol(obj[fStatus]), str(meta, "status"), str(dataObj, "reason"))
+	e.status = first(symbol(obj[fStatus]), str(meta[5]), str(dataObj[0]))
 	e.errRaw = obj[fError]
-	if format.IsNull(e.errRaw) && dataObj != nil {
-		e.errRaw = dataObj["error"]
+	if format.IsNull(e.errRaw) && isData {
+		e.errRaw = dataObj[1]
 	}
-	if ds := subObject(obj[fDataSchema]); ds != nil {
-		e.dataSchema = str(ds, "name")
-		if v := str(ds, "version"); v != "" {
+	var ds [2][]byte
+	if subFields(obj[fDataSchema], schemaKeys, ds[:]) {
+		e.dataSchema = str(ds[0])
+		if v := str(ds[1]); v != "" {
 			e.dataSchema += "@" + v
 		}
-	} else if profile != nil {
-		e.dataSchema = str(profile, "$schema")
+	} else if isProfile {
+		e.dataSchema = str(profile[3])
 	}
+	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
+}
+
+// eachMember is format.EachMember for a validated line, with each member
+// name as matching needs it: the bytes between the quotes, decoded only if
+// escaped (an unescaped name with invalid UTF-8 decodes to one with U+FFFD,
+// which matches no key the mapping reads, as its bytes do not either). Its
+// string scan suits the short strings of an envelope, which spent most of
+// their time in setting up bytes.IndexByte.
+func eachMember(raw []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] == '"' {
+		end := stringEnd(raw, i)
+		key := raw[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(format.String(raw[i:end]))
+		}
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // ':'
+		end = valueEnd(raw, i)
+		fn(key, raw[i:end])
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just after the valid JSON value at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// stringEnd is jsonx.StringEnd, with a byte loop over the first bytes: most
+// envelope strings end there, before bytes.IndexByte would have paid for
+// its setup.
+func stringEnd(b []byte, i int) int {
+	for j, end := i+1, min(len(b), i+24); j < end; j++ {
+		switch b[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			return jsonx.StringEnd(b, i)
+		}
+	}
+	return jsonx.StringEnd(b, i)
+}
+
+// timestamp is format.Time, with the usual UTC form
+// (2006-01-02T15:04:05[.fraction]Z) read without a string and the layout
+// search (a large share of decoding a line): it is the time time.Parse
+// gives for it; anything else goes to format.Time.
+func timestamp(raw []byte) (time.Time, bool) {
+	if t, ok := parseUTC(raw); ok {
+		return t, true
+	}
+	return format.Time(raw)
+}
+
+func parseUTC(raw []byte) (time.Time, bool) {
+	n := len(raw)
+	if n < 22 || raw[0] != '"' || raw[n-1] != '"' || raw[n-2] != 'Z' {
+		return time.Time{}, false
+	}
+	s := raw[1 : n-2]
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	year, ok1 := digits(s[0:4])
+	month, ok2 := digits(s[5:7])
+	day, ok3 := digits(s[8:10])
+	hour, ok4 := digits(s[11:13])
+	minute, ok5 := digits(s[14:16])
+	sec, ok6 := digits(s[17:19])
+	nsec, ok7 := 0, true
+	if frac := s[19:]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		nsec, ok7 = digits(frac[1:])
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || year < 1 || month < 1 || month > 12 ||
+		day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC).UTC(), true
+}
+
+// digits is the decimal number b, all of whose bytes are digits.
+func digits(b []byte) (int, bool) {
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+func daysIn(month, year int) int {
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month-1]
+}
+
+// scopeID is format.String for a uuid member, reusing the string of a
+// started scope (an end's own, most parents) rather than allocating one
+// per line: an unescaped string is its bytes, and a key of scopes is valid
+// UTF-8, so a match is the string format.String would return.
+func scopeID(raw []byte, scopes map[string]scope) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		if sc, ok := scopes[string(raw[1:n-1])]; ok {
+			return sc.uuid
+		}
+	}
+	return format.String(raw)
+}
+
+// symbol is format.Symbol for the envelope's enumerations, whose known
+// values are matched as written, without hashing.
+func symbol(raw []byte) string {
+	switch string(raw) {
+	case "":
+		return ""
+	case `"ScopeStart"`:
+		return "ScopeStart"
+	case `"ScopeEnd"`:
+		return "ScopeEnd"
+	case `"scope"`:
+		return "scope"
+	case `"mark"`:
+		return "mark"
+	case `"start"`:
+		return "start"
+	case `"end"`:
+		return "end"
+	case `"agent"`:
+		return scopeAgent
+	case `"llm"`:
+		return scopeLLM
+	case `"tool"`:
+		return scopeTool
+	case `"ok"`:
+		return "ok"
+	}
+	return format.Symbol(raw)
+}
+
+// consumed reports whether key is an envelope key the mapping reads; the
+// rest of a line lands in extra.
+func consumed(key string) bool {
+	switch key {
+	case "kind", "atof_version", "schema_version", "uuid", "parent_uuid", "timestamp", "name",
+		"scope_category", "category", "scope_type", "model_name", "tool_call_id",
+		"input", "output", "status", "error":
+		return true
+	}
+	return false
 }
 
 // pick returns the event's payload: input/output in the NAT dialects, data
@@ -187,13 +449,8 @@ func (e *event) pick(input, output, data json.RawMessage) json.RawMessage {
 // withoutStatus drops the end-status members (reason, error) that ATOF 0.1
 // puts in data, so that they are not read as the scope's output; a data
 // object holding nothing else is no output at all.
-func withoutStatus(data map[string]json.RawMessage, payload json.RawMessage) json.RawMessage {
-	_, reason := data["reason"]
-	_, errKey := data["error"]
-	if !reason && !errKey {
-		return payload
-	}
-	rest := format.Extra(data, "reason", "error")
+func withoutStatus(data json.RawMessage) json.RawMessage {
+	rest := format.Extra(format.SplitObject(data), "reason", "error")
 	if rest == nil {
 		return nil
 	}
@@ -243,16 +500,32 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 	return format.SplitObject(raw) // a member of a validated line
 }
 
-func str(obj map[string]json.RawMessage, key string) string {
-	if obj == nil {
-		return ""
-	}
-	raw := bytes.TrimSpace(obj[key])
+// subFields is format.Fields for a member of a validated line, which may
+// be absent: it reports whether raw is an object (subObject non-nil).
+func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
+	return len(raw) > 0 && format.Fields(raw, keys, vals)
+}
+
+// str is the string value raw, or "" for any other value.
+func str(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
 	return format.String(raw)
 }
+
+// symbolStr is str for a name drawn from a small set (format.Symbol).
+func symbolStr(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	return format.Symbol(raw)
+}
+
+// strOf is str of obj's member key.
+func strOf(obj map[string]json.RawMessage, key string) string { return str(obj[key]) }
 
 func first(vals ...string) string {
 	for _, v := range vals {

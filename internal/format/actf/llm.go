@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
 // message is one chat message decoded from an LLM payload, whatever the
@@ -17,8 +18,38 @@ type message struct {
 	reasoning  *string
 	toolCallID string
 	calls      []call
-	// fingerprint identifies the message for history-prefix comparison.
-	fingerprint string
+	// raw is the message of an input list as written; pending until it is
+	// decoded, as only the messages after the history an llm input repeats
+	// need to be.
+	raw     json.RawMessage
+	pending bool
+	// fingerprint identifies the message for history-prefix comparison:
+	// its compact JSON (which may alias the event's line), made on demand.
+	fingerprint   []byte
+	fingerprinted bool
+}
+
+// decode decodes a message of an input list.
+func (m *message) decode() {
+	if m.pending {
+		raw, fp, done := m.raw, m.fingerprint, m.fingerprinted
+		*m = decodeMessage(raw)
+		m.raw, m.fingerprint, m.fingerprinted = raw, fp, done
+	}
+}
+
+// same reports whether two input messages have the same fingerprint; the
+// same text (history repeated as it was written) needs no compacting.
+func same(a, b *message) bool {
+	return bytes.Equal(a.raw, b.raw) || bytes.Equal(a.fp(), b.fp())
+}
+
+func (m *message) fp() []byte {
+	if !m.fingerprinted && m.raw != nil {
+		m.fingerprint = jsonx.CompactValid(bytes.TrimSpace(m.raw))
+	}
+	m.fingerprinted = true
+	return m.fingerprint
 }
 
 type call struct {
@@ -27,8 +58,21 @@ type call struct {
 	args json.RawMessage
 }
 
+// Members of the payloads and messages the mapping reads.
+var (
+	inputKeys    = []string{"contents", "systemInstruction", "messages", "system"}
+	partsKey     = []string{"parts"}
+	messageKey   = []string{"message"}
+	itemKeys     = []string{"role", "parts"}
+	messageKeys  = []string{"role", "content", "parts", "tool_call_id", "tool_use_id", "tool_calls", "reasoning_content", "reasoning"}
+	callKeys     = []string{"id", "name", "arguments", "function", "input"}
+	functionKeys = []string{"name", "arguments"}
+	outputKeys   = []string{"usage", "usageMetadata", "choices", "candidates", "message", "content", "tool_calls", "response", "text"}
+)
+
 // inputMessages decodes an llm scope's input as chat messages. ok is false
-// when the payload has no recognizable message list.
+// when the payload has no recognizable message list. The messages of the
+// list are only checked; decode decodes one.
 func inputMessages(raw json.RawMessage) ([]message, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -37,66 +81,103 @@ func inputMessages(raw json.RawMessage) ([]message, bool) {
 	if raw[0] == '[' {
 		return messageList(raw)
 	}
-	obj := subObject(raw)
-	if obj == nil {
+	var f [4][]byte
+	if !subFields(raw, inputKeys, f[:]) {
 		return nil, false
 	}
-	if contents, ok := obj["contents"]; ok { // Gemini generateContent
-		msgs, ok := messageList(contents)
-		if sys := geminiSystem(obj["systemInstruction"]); sys != nil && ok {
+	if f[0] != nil { // Gemini generateContent
+		msgs, ok := messageList(f[0])
+		if sys := geminiSystem(f[1]); sys != nil && ok {
 			msgs = append([]message{*sys}, msgs...)
 		}
 		return msgs, ok
 	}
-	msgs, ok := messageList(obj["messages"])
+	msgs, ok := messageList(f[2])
 	if !ok {
 		return nil, false
 	}
-	if !format.IsNull(obj["system"]) { // Anthropic keeps the system prompt apart
-		sys := contentMessage("system", obj["system"])
+	if !format.IsNull(f[3]) { // Anthropic keeps the system prompt apart
+		sys := contentMessage("system", f[3])
 		msgs = append([]message{sys}, msgs...)
 	}
 	return msgs, true
 }
 
 func geminiSystem(raw json.RawMessage) *message {
-	obj := subObject(raw)
-	if obj == nil {
+	var parts [1][]byte
+	if !subFields(raw, partsKey, parts[:]) {
 		return nil
 	}
-	m := contentMessage("system", obj["parts"])
+	m := contentMessage("system", parts[0])
 	return &m
 }
 
 func messageList(raw json.RawMessage) ([]message, bool) {
-	items, ok := format.Array(raw)
+	items, ok := array(raw)
 	if !ok {
 		return nil, false
 	}
-	msgs := make([]message, 0, len(items))
-	for _, item := range items {
-		obj := subObject(item)
-		if obj == nil || (format.IsNull(obj["role"]) && format.IsNull(obj["parts"])) {
+	msgs := make([]message, len(items))
+	for i, item := range items {
+		var f [2][]byte
+		if !subFields(item, itemKeys, f[:]) || (format.IsNull(f[0]) && format.IsNull(f[1])) {
 			return nil, false
 		}
-		msgs = append(msgs, decodeMessage(obj, item))
+		msgs[i] = message{raw: item, pending: true}
 	}
 	return msgs, true
 }
 
-func decodeMessage(obj map[string]json.RawMessage, raw json.RawMessage) message {
-	role := format.String(obj["role"])
-	content := obj["content"]
-	if _, ok := obj["parts"]; ok {
-		content = obj["parts"]
+// array is format.Array for a member of a validated line (or an absent
+// one), without validating it again.
+func array(raw json.RawMessage) ([][]byte, bool) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, false
+	}
+	if format.IsNull(raw) {
+		return nil, true
+	}
+	return format.SplitArray(raw)
+}
+
+// objectArray is format.ObjectArray for a member of a validated line.
+func objectArray(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
+	elems, ok := array(raw)
+	if !ok {
+		return nil, false
+	}
+	var out []map[string]json.RawMessage
+	if elems != nil {
+		out = make([]map[string]json.RawMessage, len(elems))
+	}
+	for i, e := range elems {
+		if out[i] = format.SplitObject(e); out[i] == nil && !format.IsNull(e) {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// isObject reports whether the member raw is an object (subObject non-nil).
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+func decodeMessage(raw json.RawMessage) message {
+	var f [8][]byte
+	subFields(raw, messageKeys, f[:])
+	role := format.Symbol(f[0])
+	content := f[1]
+	if f[2] != nil {
+		content = f[2]
 	}
 	m := contentMessage(role, content)
-	m.toolCallID = first(format.String(obj["tool_call_id"]), format.String(obj["tool_use_id"]))
-	m.calls = append(m.calls, openAICalls(obj["tool_calls"])...)
-	if r := first(format.String(obj["reasoning_content"]), format.String(obj["reasoning"])); r != "" && m.reasoning == nil {
+	m.toolCallID = first(format.String(f[3]), format.String(f[4]))
+	m.calls = append(m.calls, openAICalls(f[5])...)
+	if r := first(format.String(f[6]), format.String(f[7])); r != "" && m.reasoning == nil {
 		m.reasoning = &r
 	}
-	m.fingerprint = string(format.CompactJSON(raw))
 	return m
 }
 
@@ -109,7 +190,7 @@ func contentMessage(role string, content json.RawMessage) message {
 	var blocks []map[string]json.RawMessage
 	isBlocks := bytes.HasPrefix(bytes.TrimSpace(content), []byte("["))
 	if isBlocks {
-		blocks, isBlocks = format.ObjectArray(content)
+		blocks, isBlocks = objectArray(content)
 	}
 	if isBlocks {
 		if texts, ok := splitBlocks(&m, blocks); ok {
@@ -144,10 +225,10 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 			}
 		case b["functionCall"] != nil:
 			fc := subObject(b["functionCall"])
-			m.calls = append(m.calls, call{id: str(fc, "id"), name: str(fc, "name"), args: fc["args"]})
+			m.calls = append(m.calls, call{id: strOf(fc, "id"), name: strOf(fc, "name"), args: fc["args"]})
 		case b["functionResponse"] != nil:
 			fr := subObject(b["functionResponse"])
-			m.toolCallID = str(fr, "id")
+			m.toolCallID = strOf(fr, "id")
 			texts = append(texts, string(format.CompactJSON(fr["response"])))
 		case (typ == "" || typ == "text" || typ == "input_text" || typ == "output_text") && b["text"] != nil:
 			texts = append(texts, format.String(b["text"]))
@@ -165,19 +246,24 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 // openAICalls decodes tool_calls in the OpenAI shape ({id, function:{name,
 // arguments}}) or the flattened NAT draft shape ({id, name, arguments}).
 func openAICalls(raw json.RawMessage) []call {
-	items, ok := format.ObjectArray(raw)
+	items, ok := array(raw)
 	if format.IsNull(raw) || !ok {
 		return nil
 	}
 	calls := make([]call, 0, len(items))
 	for _, it := range items {
-		c := call{id: format.String(it["id"]), name: format.String(it["name"]), args: it["arguments"]}
-		if fn := subObject(it["function"]); fn != nil {
-			c.name = first(str(fn, "name"), c.name)
-			c.args = fn["arguments"]
+		var f [5][]byte
+		if !subFields(it, callKeys, f[:]) && !format.IsNull(it) {
+			return nil // not an array of objects
+		}
+		c := call{id: format.String(f[0]), name: format.Symbol(f[1]), args: f[2]}
+		var fn [2][]byte
+		if subFields(f[3], functionKeys, fn[:]) {
+			c.name = first(symbolStr(fn[0]), c.name)
+			c.args = fn[1]
 		}
 		if c.args == nil {
-			c.args = it["input"]
+			c.args = f[4]
 		}
 		calls = append(calls, c)
 	}
@@ -193,33 +279,33 @@ func agentOutput(raw json.RawMessage) (m message, usage map[string]json.RawMessa
 		s := format.String(raw)
 		return message{role: "assistant", text: &s, kind: format.KindText}, nil, true
 	}
-	obj := subObject(raw)
-	if obj == nil {
+	var f [9][]byte
+	if !subFields(raw, outputKeys, f[:]) {
 		return message{}, nil, false
 	}
-	usage = subObject(obj["usage"])
+	usage = subObject(f[0])
 	if usage == nil {
-		usage = subObject(obj["usageMetadata"])
+		usage = subObject(f[1])
 	}
 	switch {
-	case obj["choices"] != nil: // a whole chat completion
-		choices, ok := format.ObjectArray(obj["choices"])
-		if !ok || len(choices) == 0 || subObject(choices[0]["message"]) == nil {
+	case f[2] != nil: // a whole chat completion
+		choices, ok := objectArray(f[2])
+		if !ok || len(choices) == 0 || !isObject(choices[0]["message"]) {
 			return message{}, usage, false
 		}
-		return decodeMessage(subObject(choices[0]["message"]), choices[0]["message"]), usage, true
-	case obj["candidates"] != nil: // Gemini
-		cands, ok := format.ObjectArray(obj["candidates"])
-		if !ok || len(cands) == 0 || subObject(cands[0]["content"]) == nil {
+		return decodeMessage(choices[0]["message"]), usage, true
+	case f[3] != nil: // Gemini
+		cands, ok := objectArray(f[3])
+		if !ok || len(cands) == 0 || !isObject(cands[0]["content"]) {
 			return message{}, usage, false
 		}
-		return decodeMessage(subObject(cands[0]["content"]), cands[0]["content"]), usage, true
-	case subObject(obj["message"]) != nil:
-		return decodeMessage(subObject(obj["message"]), obj["message"]), usage, true
-	case obj["content"] != nil || obj["tool_calls"] != nil:
-		return decodeMessage(obj, raw), usage, true
-	case obj["response"] != nil || obj["text"] != nil: // Relay's {"response": "..."}
-		return contentMessage("assistant", first2(obj["response"], obj["text"])), usage, true
+		return decodeMessage(cands[0]["content"]), usage, true
+	case isObject(f[4]):
+		return decodeMessage(f[4]), usage, true
+	case f[5] != nil || f[6] != nil:
+		return decodeMessage(raw), usage, true
+	case f[7] != nil || f[8] != nil: // Relay's {"response": "..."}
+		return contentMessage("assistant", first2(f[7], f[8])), usage, true
 	}
 	return message{}, usage, false
 }

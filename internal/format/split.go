@@ -76,13 +76,19 @@ func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
 	return EachMember(raw, func(key string, val []byte) { m[key] = val })
 }
 
+// EachMemberName is EachMember with each member name as matching needs
+// it, without a string per member: its bytes between the quotes, decoded
+// only when escaped (or not valid UTF-8).
+func EachMemberName(raw []byte, fn func(name, val []byte)) bool {
+	return eachMember(raw, func(key, val []byte) { fn(memberName(key), val) })
+}
+
 // Fields looks the members named keys up in the valid JSON value raw
 // without building a map: vals[i] gets the value of keys[i] (the last one
 // when repeated, as SplitObject keeps) and is left alone when keys[i] is
 // absent. keys must be distinct. It reports whether raw is an object.
 func Fields(raw []byte, keys []string, vals [][]byte) bool {
-	return eachMember(raw, func(key, val []byte) {
-		name := memberName(key)
+	return EachMemberName(raw, func(name, val []byte) {
 		for i, k := range keys {
 			if string(name) == k {
 				vals[i] = val

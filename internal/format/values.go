@@ -274,21 +274,41 @@ func stripValue(v any, key string) any {
 func Extra(obj map[string]json.RawMessage, known ...string) *string {
 	var buf [16]string // most objects fit: the keys stay off the heap
 	keys := buf[:0]
-	size := 2
-outer:
-	for k, v := range obj {
-		for _, kn := range known {
-			if k == kn {
-				continue outer
-			}
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 4
 	}
+	return extraText(obj, keys, compact)
+}
+
+// ExtraNamed is Extra for an object split from a validated record whose
+// member names are names (in order, repeats included): it ranges over
+// names rather than the map and does not validate the values again, which
+// were half the cost of an extra in profiles.
+func ExtraNamed(obj map[string]json.RawMessage, names, known []string) *string {
+	var buf [16]string
+	keys := buf[:0]
+	for _, k := range names {
+		if !slices.Contains(known, k) {
+			keys = append(keys, k)
+		}
+	}
+	return extraText(obj, keys, func(v json.RawMessage) []byte { return jsonx.CompactValid(v) })
+}
+
+// extraText writes the members of obj named keys (a repeated name is one
+// member, its last value), sorted, with their values as value writes them.
+func extraText(obj map[string]json.RawMessage, keys []string, value func(json.RawMessage) []byte) *string {
 	if len(keys) == 0 {
 		return nil
 	}
 	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	size := 2
+	for _, k := range keys {
+		size += len(k) + len(obj[k]) + 4
+	}
 	var b strings.Builder // its String is the text, without a copy
 	b.Grow(size)
 	b.WriteByte('{')
@@ -299,7 +319,7 @@ outer:
 		}
 		b.Write(jsonx.AppendQuoted(quoted[:0], k))
 		b.WriteByte(':')
-		b.Write(compact(obj[k]))
+		b.Write(value(obj[k]))
 	}
 	b.WriteByte('}')
 	s := b.String()

@@ -81,8 +81,22 @@ func nextSpace(b []byte, i int) int {
 }
 
 // StringEnd returns the index just after the JSON string that starts at
-// b[i] (a quote), or len(b) when it does not end.
+// b[i] (a quote), or len(b) when it does not end. The first bytes are
+// looked at one by one: most strings of a record (names, ids, types) end
+// there, before bytes.IndexByte would have paid for its setup.
 func StringEnd(b []byte, i int) int {
+	for j, end := i+1, min(len(b), i+24); j < end; j++ {
+		switch b[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			return stringEnd(b, i)
+		}
+	}
+	return stringEnd(b, i)
+}
+
+func stringEnd(b []byte, i int) int {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')

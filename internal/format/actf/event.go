@@ -150,7 +150,7 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	var rest, dataRest bool // members leftover would keep
 	if jsonx.Valid(text) {
 		raw = bytes.Clone(text)
-		isObj := eachMember(raw, func(k, v []byte) {
+		isObj := format.EachMemberName(raw, func(k, v []byte) {
 			if i := field(string(k)); i >= 0 {
 				obj[i] = v
 			}
@@ -220,95 +220,6 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	}
 	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
-}
-
-// eachMember is format.EachMember for a validated line, with each member
-// name as matching needs it: the bytes between the quotes, decoded only if
-// escaped (an unescaped name with invalid UTF-8 decodes to one with U+FFFD,
-// which matches no key the mapping reads, as its bytes do not either). Its
-// string scan suits the short strings of an envelope, which spent most of
-// their time in setting up bytes.IndexByte.
-func eachMember(raw []byte, fn func(key, val []byte)) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i = skipSpace(raw, i+1)
-	for i < len(raw) && raw[i] == '"' {
-		end := stringEnd(raw, i)
-		key := raw[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(format.String(raw[i:end]))
-		}
-		i = skipSpace(raw, end)
-		i = skipSpace(raw, i+1) // ':'
-		end = valueEnd(raw, i)
-		fn(key, raw[i:end])
-		i = skipSpace(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-	}
-	return true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just after the valid JSON value at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// stringEnd is jsonx.StringEnd, with a byte loop over the first bytes: most
-// envelope strings end there, before bytes.IndexByte would have paid for
-// its setup.
-func stringEnd(b []byte, i int) int {
-	for j, end := i+1, min(len(b), i+24); j < end; j++ {
-		switch b[j] {
-		case '"':
-			return j + 1
-		case '\\':
-			return jsonx.StringEnd(b, i)
-		}
-	}
-	return jsonx.StringEnd(b, i)
 }
 
 // timestamp is format.Time, with the usual UTC form

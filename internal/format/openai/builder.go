@@ -3,9 +3,7 @@ package openai
 import (
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -46,7 +44,7 @@ type builder struct {
 	toolDefs []byte
 	// itemKeys are the member names of the item being mapped, in document
 	// order (repeats included), when the reader knows them (Codex): its
-	// extra is then built from them (extraOf).
+	// extra is then built from them (format.ExtraNamed).
 	itemKeys []string
 }
 
@@ -130,59 +128,7 @@ func (b *builder) itemExtra(it map[string]jsonx.RawMessage, known ...string) *st
 	if b.itemKeys == nil {
 		return format.Extra(it, known...)
 	}
-	return extraOf(it, b.itemKeys, known)
-}
-
-// extraOf is format.Extra(obj, known...) for an object whose member names
-// are names (repeats included) and whose values are valid JSON, as split
-// from a validated line. Ranging over the map and validating every value
-// again to compact it were half the cost of an item's extra.
-func extraOf(obj map[string]jsonx.RawMessage, names, known []string) *string {
-	var buf [16]string // most objects fit: the keys stay off the heap
-	keys := buf[:0]
-	size := 2
-outer:
-	for _, k := range names {
-		for _, kn := range known {
-			if k == kn {
-				continue outer
-			}
-		}
-		keys = append(keys, k)
-		size += len(k) + len(obj[k]) + 4
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys) // a repeated name is one member, its last value
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteByte('{')
-	var quoted [64]byte
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(jsonx.AppendQuoted(quoted[:0], k))
-		b.WriteByte(':')
-		b.Write(compactValid(obj[k]))
-	}
-	b.WriteByte('}')
-	s := b.String()
-	return &s
-}
-
-// compactValid is what format.Extra writes for the valid JSON value v: v
-// itself when it has no space byte at all, else its compact form.
-func compactValid(v []byte) []byte {
-	for _, c := range v {
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			c, _ := jsonx.Compact(v)
-			return c
-		}
-	}
-	return v
+	return format.ExtraNamed(it, b.itemKeys, known)
 }
 
 // finish fills what is derived from the whole Storyline, then Finalize.

@@ -15,7 +15,7 @@ import (
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
 // isJSON is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
-// decodeEnvelope and SplitObject give, with extraOf their Extra.
+// decodeEnvelope and SplitObject give, with format.ExtraNamed their Extra.
 // argumentsText is ArgumentsText, and textArray Content.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
@@ -68,8 +68,8 @@ func FuzzScanRolloutLine(f *testing.F) {
 			names = append(names, format.Symbol(m.key))
 		}
 		for _, known := range [][]string{nil, {"type", "output"}} {
-			if e, want := extraOf(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
-				t.Fatalf("extraOf %v, want %v", model.Deref(e), model.Deref(want))
+			if e, want := format.ExtraNamed(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("ExtraNamed %v, want %v", model.Deref(e), model.Deref(want))
 			}
 		}
 		if object && len(got) != len(split) {

@@ -32,14 +32,14 @@ type Options struct {
 	Errors            string `opt:"errors" default:"strict" check:"policy" help:"candidate error policy: strict fails the build, report keeps a bad candidate as a sources row with status error"`
 	MaxFiles          int    `opt:"max_files" default:"100000" check:"positive" help:"most candidate sources one Dataset may hold; the walk fails as soon as one more is seen"`
 	MaxEntries        int    `opt:"max_entries" default:"1000000" check:"positive" help:"most directory entries or listed objects one Dataset walk may visit"`
-	MaxDetectionBytes int64  `opt:"max_detection_bytes" default:"1048576" check:"positive" help:"bytes read from a file to detect its format"`
-	MaxFileBytes      int64  `opt:"max_file_bytes" default:"0" check:"nonnegative" help:"largest peripheral file accepted, in bytes (0 = no limit)"`
+	MaxDetectionBytes int64  `opt:"max_detection_bytes" unit:"bytes" default:"1048576" check:"positive" help:"bytes read from a file to detect its format, e.g. 1048576 or 1MiB"`
+	MaxFileBytes      int64  `opt:"max_file_bytes" unit:"bytes" default:"0" check:"nonnegative" help:"largest peripheral file accepted, in bytes or as a size such as 2GB (0 = no limit)"`
 	Unrecognized      string `opt:"unrecognized" default:"warn" check:"unrecognized" help:"a file no format adapter recognizes: warn (it is not a trajectory: no rows and a warning naming it) or error (the query fails)"`
 	// Resolution and query bounds.
 	MaxConcurrentSources  int           `opt:"max_concurrent_sources" default:"4" check:"positive" help:"sources one query resolves at the same time"`
 	MaxEventFallbackRows  int64         `opt:"max_event_fallback_rows" default:"5000000" check:"nonnegative" help:"most canonical events one query may normalize when no fresh projection exists"`
-	MaxEventFallbackBytes int64         `opt:"max_event_fallback_bytes" default:"1073741824" check:"nonnegative" help:"most bytes of canonical event segments one query may normalize when no fresh projection exists"`
-	MaxDocumentMemory     int64         `opt:"max_document_memory" default:"2147483648" check:"nonnegative" help:"bytes of memory the JSON documents read whole while one query normalizes its sources may take at once, each counted at 6x its file size, Claude Code sessions held until their file ends at 2x (0 = no limit)"`
+	MaxEventFallbackBytes int64         `opt:"max_event_fallback_bytes" unit:"bytes" default:"1073741824" check:"nonnegative" help:"most bytes of canonical event segments one query may normalize when no fresh projection exists"`
+	MaxDocumentMemory     int64         `opt:"max_document_memory" unit:"bytes" default:"2147483648" check:"nonnegative" help:"bytes of memory the JSON documents read whole while one query normalizes its sources may take at once, each counted at 6x its file size, Claude Code sessions held until their file ends at 2x (0 = no limit)"`
 	MemoryLimit           string        `opt:"memory_limit" default:"2GB" check:"size" help:"DuckDB memory limit per query, e.g. 2GB or 512MiB"`
 	Threads               int           `opt:"threads" default:"0" check:"nonnegative" help:"DuckDB threads per query (0 = number of CPUs)"`
 	MaxSpillBytes         string        `opt:"max_spill_bytes" default:"10GB" check:"size0" help:"most bytes a query may spill to the Snapshot's temp directory, e.g. 10GB (0B = never spill)"`
@@ -76,7 +76,7 @@ func DefaultOptions() Options {
 	v := reflect.ValueOf(&o).Elem()
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		if err := setField(v.Field(i), t.Field(i).Tag.Get("default")); err != nil {
+		if err := setField(t.Field(i), v.Field(i), t.Field(i).Tag.Get("default")); err != nil {
 			panic(fmt.Sprintf("catalog: bad default for %s: %v", t.Field(i).Name, err))
 		}
 	}
@@ -108,7 +108,7 @@ func (o *Options) Set(name, value string) error {
 		if f.Tag.Get("opt") != name {
 			continue
 		}
-		if err := setField(v.Field(i), value); err != nil {
+		if err := setField(f, v.Field(i), value); err != nil {
 			return &OptionError{Setting: name, Value: value, Reason: err.Error()}
 		}
 		return checkField(f, v.Field(i), value)
@@ -201,7 +201,9 @@ func parseMemorySize(s string) (int64, error) {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-func setField(f reflect.Value, s string) error {
+// setField sets f, the value of field sf, from text. A whole number of
+// bytes (unit:"bytes") may also be written as a size, "150MB" or "2GiB".
+func setField(sf reflect.StructField, f reflect.Value, s string) error {
 	switch {
 	case f.Type() == durationType:
 		d, err := time.ParseDuration(s)
@@ -219,6 +221,11 @@ func setField(f reflect.Value, s string) error {
 		f.SetBool(b)
 	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil && sf.Tag.Get("unit") == "bytes" {
+			if n, err = parseMemorySize(s); err != nil {
+				return errors.New("is not a whole number of bytes or a size, e.g. 2GB or 512MiB")
+			}
+		}
 		if err != nil {
 			return errors.New("is not a whole number")
 		}

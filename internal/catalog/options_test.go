@@ -23,6 +23,8 @@ func TestOptionValuesChecked(t *testing.T) {
 		{"max_file_bytes", "-1", "must not be negative"},
 		{"max_event_fallback_rows", "-1", "must not be negative"},
 		{"max_event_fallback_bytes", "-1", "must not be negative"},
+		{"max_document_memory", "1XB", "is not a whole number of bytes or a size"},
+		{"max_file_bytes", "-1MB", "is not a whole number of bytes or a size"},
 		{"threads", "-2", "must not be negative"},
 		{"memory_limit", "1XB", `unknown unit "XB"`},
 		{"memory_limit", "-1GB", "is not a size"},
@@ -54,6 +56,15 @@ func TestOptionValuesChecked(t *testing.T) {
 		if err := o.Set(name, value); err != nil {
 			t.Errorf("Set(%s, %q): %v", name, value, err)
 		}
+	}
+	o = DefaultOptions()
+	for name, value := range map[string]string{"max_document_memory": "150MB", "max_file_bytes": "2GiB", "max_detection_bytes": "64KiB", "max_event_fallback_bytes": "1000"} {
+		if err := o.Set(name, value); err != nil {
+			t.Errorf("Set(%s, %q): %v", name, value, err)
+		}
+	}
+	if o.MaxDocumentMemory != 150_000_000 || o.MaxFileBytes != 2<<30 || o.MaxDetectionBytes != 64<<10 || o.MaxEventFallbackBytes != 1000 {
+		t.Errorf("byte options written as sizes: %d %d %d %d", o.MaxDocumentMemory, o.MaxFileBytes, o.MaxDetectionBytes, o.MaxEventFallbackBytes)
 	}
 }
 

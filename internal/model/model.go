@@ -250,12 +250,15 @@ func (s *Storyline) Finalize(file string) {
 	var cost float64
 	var hasPrompt, hasCompletion, hasCached, hasCost bool
 	var steps, calls int64
-	copied := map[string]bool{}
+	var copied map[string]bool // made only when there are copied steps: most Storylines have none
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		st.File, st.RunID, st.SessionID = file, s.Run.RunID, s.Run.SessionID
 		st.StepIndex = int64(i)
 		if st.IsCopiedContext {
+			if copied == nil {
+				copied = map[string]bool{}
+			}
 			copied[st.StepID] = true
 			continue
 		}

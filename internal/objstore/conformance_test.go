@@ -112,9 +112,10 @@ func TestConformanceGCS(t *testing.T) {
 		open: func(t *testing.T, name string, tweak func(*objstore.Config)) objstore.Bucket {
 			return openWith(t, "gs://"+name, srv.GCSConfig(), tweak)
 		},
-		pinKind: objstore.KindGCSGeneration,
-		isList:  faults.List,
-		proxy:   srv.Proxy,
+		pinKind:          objstore.KindGCSGeneration,
+		isList:           faults.List,
+		proxy:            srv.Proxy,
+		honorsRetryAfter: true,
 	})
 }
 

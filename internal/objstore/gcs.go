@@ -475,16 +475,25 @@ func gcsEscape(s string) string {
 // do makes one API call: it sends the requests mk builds and hands a 2xx
 // response to handle (which closes its body, or keeps it), retrying with
 // the backoff, up to Retry.Attempts requests, while the failure is
-// transient (gcsRetryable), handle's reading of the body included. Any
-// other answer is a *gcsError. Like the SDK, it does not wait for a
-// Retry-After.
+// transient (gcsRetryable), handle's reading of the body included, and
+// waiting as long as an answer's Retry-After asks (as for S3 and Azure).
+// Any other answer is a *gcsError.
 func (b *GCS) do(ctx context.Context, mk func() (*http.Request, error), handle func(*http.Response) error) error {
 	for attempt := 1; ; attempt++ {
 		err := b.attempt(mk, handle)
 		if err == nil || attempt >= b.retry.Attempts || !gcsRetryable(err) || ctx.Err() != nil {
 			return err
 		}
-		if err := sleepCtx(ctx, b.retry.backoff(attempt)); err != nil {
+		var ge *gcsError
+		retryAfter := ""
+		if errors.As(err, &ge) {
+			retryAfter = ge.RetryAfter
+		}
+		wait, err := b.retry.wait(attempt, retryAfter, err)
+		if err != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, wait); err != nil {
 			return err
 		}
 	}
@@ -502,7 +511,9 @@ func (b *GCS) attempt(mk func() (*http.Request, error), handle func(*http.Respon
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return parseGCSError(resp.StatusCode, data)
+		ge := parseGCSError(resp.StatusCode, data)
+		ge.RetryAfter = resp.Header.Get("Retry-After")
+		return ge
 	}
 	return handle(resp)
 }
@@ -560,9 +571,10 @@ func transientText(s string) bool {
 // message and reason of its JSON error body (or the start of a body that
 // is not one). httpStatus reads Code.
 type gcsError struct {
-	Code    int
-	Message string
-	Reason  string
+	Code       int
+	Message    string
+	Reason     string
+	RetryAfter string // the answer's Retry-After header
 }
 
 func (e *gcsError) Error() string {

@@ -1,7 +1,9 @@
 package objstore
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -81,4 +83,19 @@ func (r Retry) backoff(n int) time.Duration {
 	d = min(d, r.MaxDelay)
 	half := d / 2
 	return half + rand.N(half+1)
+}
+
+// wait is how long to wait before retrying attempt after err: the backoff,
+// or what the server's Retry-After (whole seconds) asks for; one beyond
+// MaxDelay ends the retries (as Azure's SDK does).
+func (r Retry) wait(attempt int, retryAfter string, err error) (time.Duration, error) {
+	secs, perr := strconv.Atoi(retryAfter)
+	if perr != nil || secs < 0 {
+		return r.backoff(attempt), nil
+	}
+	wait := time.Duration(secs) * time.Second
+	if wait > r.MaxDelay {
+		return 0, fmt.Errorf("the server asked to retry after %s, longer than the %s this client waits: %w", wait, r.MaxDelay, err)
+	}
+	return wait, nil
 }

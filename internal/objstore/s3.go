@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -90,13 +89,7 @@ func s3Backoff(r Retry) retry.BackoffDelayerFunc {
 	return func(attempt int, err error) (time.Duration, error) {
 		var re *smithyhttp.ResponseError
 		if errors.As(err, &re) && re.Response != nil {
-			if secs, perr := strconv.Atoi(re.Response.Header.Get("Retry-After")); perr == nil && secs >= 0 {
-				wait := time.Duration(secs) * time.Second
-				if wait > r.MaxDelay {
-					return 0, fmt.Errorf("the server asked to retry after %s, longer than the %s this client waits: %w", wait, r.MaxDelay, err)
-				}
-				return wait, nil
-			}
+			return r.wait(attempt, re.Response.Header.Get("Retry-After"), err)
 		}
 		return r.backoff(attempt), nil
 	}

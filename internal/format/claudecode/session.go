@@ -17,13 +17,14 @@ import (
 // Code's own.
 const agentName = "claude-code"
 
-// lineKeys are the envelope members mapped to columns or used to choose
-// the Storyline; every other member of a line goes to the step's extra
-// (cwd, gitBranch, version and userType only when they differ from the
-// run's, see runKeys).
-var lineKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId"}
+// envelopeKeys are the envelope members mapped to columns or used to
+// choose the Storyline; every other member of a line goes to the step's
+// extra (cwd, gitBranch, version and userType only when they differ from
+// the run's, see runKeys), message as the message's own members not
+// mapped.
+var envelopeKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "agentId"}
 
-// systemKeys are lineKeys plus the system line's content.
+// systemKeys are envelopeKeys plus message and the system line's content.
 var systemKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId", "content"}
 
 // runKeys are envelope members that are constant over a session: the first
@@ -49,6 +50,12 @@ type session struct {
 	// tasks are main-chain Task/Agent calls not yet linked to a sidechain,
 	// oldest first: a new sidechain is attributed to the earliest one.
 	tasks []string // step ids
+	// Maps reused from line to line (a map per line and per block showed
+	// in profiles): the line, its message, a content block or usage, and
+	// what an assistant line adds to its step's extra.
+	obj, msg, blk map[string]jsonx.RawMessage
+	set           map[string][]byte
+	lists         map[string][][]byte
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -76,7 +83,9 @@ type lastAgent struct {
 
 func newSession(src format.Source) *session {
 	s := &session{src: src, runVals: map[string]json.RawMessage{}, chainOf: map[string]*chain{},
-		byAgent: map[string]*chain{}, skipped: map[string]int{}}
+		byAgent: map[string]*chain{}, skipped: map[string]int{}, obj: map[string]jsonx.RawMessage{},
+		msg: map[string]jsonx.RawMessage{}, blk: map[string]jsonx.RawMessage{}, set: map[string][]byte{},
+		lists: map[string][][]byte{}}
 	s.main = newChain()
 	return s
 }
@@ -103,8 +112,8 @@ func (s *session) line(n int64, raw []byte) error {
 		}
 		return format.Errorf(s.src, n, "", "claude-code line is not valid JSON: %v", err)
 	}
-	obj := format.SplitObject(raw)
-	if obj == nil {
+	obj := s.obj
+	if !format.SplitObjectInto(obj, raw) {
 		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
 	}
 	typ := format.String(obj["type"])
@@ -112,7 +121,7 @@ func (s *session) line(n int64, raw []byte) error {
 	case typeUser, typeAsst, typeSystem:
 		s.conversation(n, typ, obj)
 	case typeSummary:
-		if e := format.Extra(obj, "type"); e != nil {
+		if e := extraOf(obj, "type"); e != nil {
 			s.summaries = append(s.summaries, json.RawMessage(*e))
 		}
 	default:
@@ -171,23 +180,37 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 		s.system(c, id, ts, obj)
 		return
 	}
-	extra := format.Extra(obj, lineKeys...)
-	var msg map[string]jsonx.RawMessage
-	if raw, ok := obj["message"]; ok {
-		msg = format.SplitObject(raw)
-	}
-	if msg == nil {
+	msg := s.msg
+	if raw, ok := obj["message"]; !ok || !format.SplitObjectInto(msg, raw) {
 		s.warn(c, n, typ+" line has no message object; skipped", "message")
 		return
 	}
 	if format.String(msg["role"]) == typ {
 		delete(msg, "role")
 	}
-	if typ == typeUser {
-		s.user(c, n, id, ts, msg, extra)
-	} else {
-		s.assistant(c, n, id, uuid, ts, msg, extra)
+	// The message members not mapped go to extra.message: written with the
+	// line's members in one pass rather than merged into them after.
+	known := []string{"content"}
+	if typ == typeAsst {
+		known = []string{"content", "model", "usage"}
 	}
+	m := extraOf(msg, known...)
+	if typ == typeUser {
+		s.user(c, n, id, ts, msg, lineExtra(obj, m))
+	} else {
+		s.assistant(c, n, id, uuid, ts, msg, m, obj)
+	}
+}
+
+// lineExtra is the extra of a user or assistant line: its envelope members
+// not mapped, and m (the message's) as extra.message.
+func lineExtra(obj map[string]jsonx.RawMessage, m *string) *string {
+	if m != nil {
+		obj["message"] = []byte(*m)
+	} else {
+		delete(obj, "message")
+	}
+	return extraOf(obj, envelopeKeys...)
 }
 
 // chainFor picks the Storyline of a conversational line: the main chain,
@@ -278,7 +301,7 @@ func (c *chain) add(st model.Step) int {
 func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]jsonx.RawMessage) {
 	text, _, ok := format.Content(obj["content"])
 	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
-		Timestamp: ts, Extra: format.StripExtra(format.Extra(obj, systemKeys...))}
+		Timestamp: ts, Extra: format.StripExtra(extraOf(obj, systemKeys...))}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
@@ -290,9 +313,6 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]json
 // their calls; the other content (a string, text and image blocks) one
 // user step. The line's extra goes to its first step.
 func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
-	if m := format.Extra(msg, "content"); m != nil {
-		extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
-	}
 	first := true
 	take := func() *string {
 		if !first {
@@ -316,9 +336,9 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 	}
 	var others [][]byte
 	userAt := -1
+	blk := s.blk
 	for i, b := range blocks {
-		blk := format.SplitObject(b)
-		if blk == nil || format.String(blk["type"]) != "tool_result" {
+		if !format.SplitObjectInto(blk, b) || format.String(blk["type"]) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
 			}
@@ -350,8 +370,8 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
-	if e := format.Extra(blk, "type", "content"); e != nil {
-		extra = format.MergeExtra(extra, "tool_result", json.RawMessage(*e))
+	if e := extraOf(blk, "type", "content"); e != nil {
+		extra = mergeExtra(extra, "tool_result", []byte(*e))
 	}
 	st.Extra = format.StripExtra(extra)
 	c.add(st)
@@ -382,28 +402,31 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // assistant maps an assistant line. Lines of one API response (same
 // message.id, following the open agent step) are merged into one step;
 // its usage is counted once, from the last line that reports it.
-func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
+//
+// What the line adds to the step's extra (merged_uuids, message, usage,
+// content_blocks) is collected in s.set and s.lists and written in one
+// pass: merging each member in turn re-read the extra every time.
+func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, m *string, obj map[string]jsonx.RawMessage) {
 	msgID := format.String(msg["id"])
 	var st *model.Step
 	la := c.last
+	clear(s.set)
+	clear(s.lists)
 	if msgID != "" && la != nil && la.msgID == msgID {
 		st = &c.sl.Steps[la.idx]
 		if uuid != "" {
-			st.Extra = appendExtraList(st.Extra, "merged_uuids", uuid)
+			s.lists["merged_uuids"] = append(s.lists["merged_uuids"], jsonx.AppendQuoted(nil, uuid))
 		}
 		// The last line's message members (stop_reason, …) win.
-		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
-			st.Extra = format.MergeExtra(st.Extra, "message", json.RawMessage(*m))
+		if m != nil {
+			s.set["message"] = []byte(*m)
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
 		st = &c.sl.Steps[idx]
-		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
-			extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
-		}
-		st.Extra = format.StripExtra(extra)
+		st.Extra = format.StripExtra(lineExtra(obj, m))
 	}
 	if m := format.String(msg["model"]); m != "" {
 		st.ModelName = model.Str(m)
@@ -422,8 +445,9 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 			la.texts = append(la.texts, text)
 		}
 	}
+	blk := s.blk
 	for i, b := range blocks {
-		blk := format.SplitObject(b)
+		format.SplitObjectInto(blk, b) // empty when b is not an object
 		switch format.String(blk["type"]) {
 		case "text":
 			la.texts = append(la.texts, format.String(blk["text"]))
@@ -432,9 +456,10 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
-			st.Extra = appendExtraRaw(st.Extra, "content_blocks", format.StripInlineData(b))
+			s.lists["content_blocks"] = append(s.lists["content_blocks"], format.StripInlineData(b))
 		}
 	}
+	st.Extra = addExtra(st.Extra, s.set, s.lists)
 	st.MessageValue, st.Reasoning = nil, nil
 	if len(la.texts) > 0 {
 		st.MessageValue = model.StrAlways(strings.Join(la.texts, "\n"))
@@ -459,7 +484,7 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 	id := format.String(blk["id"])
 	args, valid := format.ArgumentsText(blk["input"])
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.String(blk["name"]),
-		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(format.Extra(blk, "type", "id", "name", "input"))}
+		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(extraOf(blk, "type", "id", "name", "input"))}
 	if id == "" {
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
 	}
@@ -477,14 +502,14 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 // members stay in extra.usage. A message id already counted on an earlier
 // step is not counted again.
 func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jsonx.RawMessage) {
-	u := format.SplitObject(raw)
-	if u == nil {
+	u := s.blk
+	if !format.SplitObjectInto(u, raw) {
 		return
 	}
 	if msgID != "" {
 		if on, ok := c.countedOn[msgID]; ok && on != st.StepID {
 			s.warn(c, n, "message id "+strconv.Quote(msgID)+" repeats a response counted on step "+strconv.Quote(on)+"; usage not counted again", "message", "usage")
-			st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(on))
+			s.set["usage_counted_on"] = jsonx.AppendQuoted(nil, on)
 			return
 		}
 		c.countedOn[msgID] = st.StepID
@@ -503,8 +528,8 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 	if hasRead {
 		st.CachedTokens = model.Int(read)
 	}
-	if e := format.Extra(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
-		st.Extra = format.MergeExtra(st.Extra, "usage", json.RawMessage(*e))
+	if e := extraOf(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
+		s.set["usage"] = []byte(*e)
 	}
 }
 
@@ -602,29 +627,40 @@ func (s *session) runExtra() *string {
 	return extra
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := jsonx.Marshal(v)
-	return b
+// extraOf is format.Extra for an object split from a validated line: its
+// values are not validated again, which was half the cost of an extra.
+func extraOf(obj map[string]jsonx.RawMessage, known ...string) *string {
+	var buf [16]string
+	names := buf[:0]
+	for k := range obj {
+		names = append(names, k)
+	}
+	return format.ExtraNamed(obj, names, known)
 }
 
-// appendExtraList appends a string to the array extra[key].
-func appendExtraList(extra *string, key, v string) *string {
-	return appendExtraRaw(extra, key, mustJSON(v))
+// mergeExtra is format.MergeExtra for an extra this adapter wrote and a
+// valid value: neither is validated again.
+func mergeExtra(extra *string, key string, v []byte) *string {
+	return addExtra(extra, map[string][]byte{key: v}, nil)
 }
 
-// appendExtraRaw appends a JSON value to the array extra[key].
-func appendExtraRaw(extra *string, key string, v json.RawMessage) *string {
-	var list [][]byte
+// addExtra sets the members of set in extra (nil = empty; always an object
+// this adapter wrote) and appends the elements of lists (valid JSON) to
+// its arrays, a member that is not an array counting as empty.
+func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
+	if len(set) == 0 && len(lists) == 0 {
+		return extra
+	}
+	obj := map[string]jsonx.RawMessage{}
 	if extra != nil {
-		list, _ = format.Array(format.Object([]byte(*extra))[key])
+		format.SplitObjectInto(obj, []byte(*extra))
 	}
-	list = append(list, v)
-	for i, e := range list {
-		c, ok := jsonx.Compact(e)
-		if !ok {
-			return format.MergeExtra(extra, key, nil) // as encoding an invalid element fails
-		}
-		list[i] = c
+	for k, v := range set {
+		obj[k] = v
 	}
-	return format.MergeExtra(extra, key, format.JoinArray(list))
+	for k, add := range lists {
+		list, _ := format.SplitArray(obj[k])
+		obj[k] = format.JoinArray(append(list, add...))
+	}
+	return extraOf(obj)
 }

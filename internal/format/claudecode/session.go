@@ -202,6 +202,38 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 	}
 }
 
+// freshExtra is the extra of a new agent step: its line's (lineExtra),
+// stripped of inline data, then the members of s.set. When stripping the
+// whole leaves it as it is, so would stripping the line's part: then both
+// are written in one pass rather than the line's rewritten with s.set,
+// which is left empty. s.set otherwise stays for addExtra.
+func (s *session) freshExtra(obj map[string]jsonx.RawMessage, m *string) *string {
+	if len(s.set) > 0 && !hasAny(obj, s.set) {
+		for k, v := range s.set {
+			obj[k] = v
+		}
+		all := lineExtra(obj, m)
+		if stripped := format.StripExtra(all); *stripped == *all {
+			clear(s.set)
+			return all
+		}
+		for k := range s.set {
+			delete(obj, k)
+		}
+	}
+	return format.StripExtra(lineExtra(obj, m))
+}
+
+// hasAny reports whether obj has a member named as one of set.
+func hasAny(obj map[string]jsonx.RawMessage, set map[string][]byte) bool {
+	for k := range set {
+		if _, ok := obj[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // lineExtra is the extra of a user or assistant line: its envelope members
 // not mapped, and m (the message's) as extra.message.
 func lineExtra(obj map[string]jsonx.RawMessage, m *string) *string {
@@ -412,6 +444,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	la := c.last
 	clear(s.set)
 	clear(s.lists)
+	fresh := false // a new step, whose extra is written after its usage
 	if msgID != "" && la != nil && la.msgID == msgID {
 		st = &c.sl.Steps[la.idx]
 		if uuid != "" {
@@ -426,7 +459,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
 		st = &c.sl.Steps[idx]
-		st.Extra = format.StripExtra(lineExtra(obj, m))
+		fresh = true
 	}
 	if m := format.String(msg["model"]); m != "" {
 		st.ModelName = model.Str(m)
@@ -438,6 +471,9 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 	}
 	s.usage(c, n, st, msgID, msg["usage"])
+	if fresh {
+		st.Extra = s.freshExtra(obj, m)
+	}
 	content := msg["content"]
 	blocks, isArray := format.SplitArray(content)
 	if !isArray {

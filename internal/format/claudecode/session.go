@@ -196,7 +196,7 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 	}
 	m := extraOf(msg, known...)
 	if typ == typeUser {
-		s.user(c, n, id, ts, msg, lineExtra(obj, m))
+		s.user(c, n, id, ts, msg, obj, m)
 	} else {
 		s.assistant(c, n, id, uuid, ts, msg, m, obj)
 	}
@@ -344,14 +344,14 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]json
 // user maps a user line: tool_result blocks become tool steps linked to
 // their calls; the other content (a string, text and image blocks) one
 // user step. The line's extra goes to its first step.
-func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
+func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map[string]jsonx.RawMessage, m *string) {
 	first := true
 	take := func() *string {
 		if !first {
 			return nil
 		}
 		first = false
-		return format.StripExtra(extra)
+		return format.StripExtra(lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
 	content := msg["content"]
@@ -377,7 +377,11 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 			others = append(others, b)
 			continue
 		}
-		s.toolResult(c, n, newID(), ts, i, blk, take())
+		var lineObj map[string]jsonx.RawMessage
+		if first {
+			lineObj, first = obj, false
+		}
+		s.toolResult(c, n, newID(), ts, i, blk, lineObj, m)
 	}
 	if userAt >= 0 {
 		text, kind, _ := format.Content(format.JoinArray(others))
@@ -395,17 +399,27 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 }
 
 // toolResult adds a tool step for one tool_result block and links it to the
-// earliest unanswered call with its tool_use_id.
-func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk map[string]jsonx.RawMessage, extra *string) {
+// earliest unanswered call with its tool_use_id. obj is the line's members
+// (m its message's extra) when the step is the line's first, which takes
+// the line's extra; else nil.
+func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk, obj map[string]jsonx.RawMessage, m *string) {
 	text, kind, ok := format.Content(blk["content"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
-	if e := extraOf(blk, "type", "content"); e != nil {
-		extra = mergeExtra(extra, "tool_result", []byte(*e))
+	e := extraOf(blk, "type", "content")
+	clear(s.set)
+	if e != nil {
+		s.set["tool_result"] = []byte(*e)
 	}
-	st.Extra = format.StripExtra(extra)
+	if obj == nil {
+		st.Extra = format.StripExtra(addExtra(nil, s.set, nil))
+	} else if extra := s.freshExtra(obj, m); len(s.set) == 0 && e != nil {
+		st.Extra = extra // written with tool_result, and left as it is by stripping
+	} else {
+		st.Extra = format.StripExtra(addExtra(extra, s.set, nil))
+	}
 	c.add(st)
 	isErr, _ := format.Bool(blk["is_error"])
 	status := model.ResultOK
@@ -672,12 +686,6 @@ func extraOf(obj map[string]jsonx.RawMessage, known ...string) *string {
 		names = append(names, k)
 	}
 	return format.ExtraNamed(obj, names, known)
-}
-
-// mergeExtra is format.MergeExtra for an extra this adapter wrote and a
-// valid value: neither is validated again.
-func mergeExtra(extra *string, key string, v []byte) *string {
-	return addExtra(extra, map[string][]byte{key: v}, nil)
 }
 
 // addExtra sets the members of set in extra (nil = empty; always an object

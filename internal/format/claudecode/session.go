@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -79,6 +80,33 @@ type lastAgent struct {
 	msgID     string
 	texts     []string
 	reasoning []string
+	// What the response's lines add to the step's extra, written when the
+	// step closes (see addExtra): rewriting the extra at every line of a
+	// long response re-read its growing merged_uuids each time.
+	set   map[string][]byte
+	lists map[string][][]byte
+}
+
+// pend adds a line's members to set and list elements to append.
+func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
+	if la.set == nil {
+		la.set, la.lists = map[string][]byte{}, map[string][][]byte{}
+	}
+	for k, v := range set {
+		la.set[k] = v
+	}
+	for k, l := range lists {
+		la.lists[k] = append(la.lists[k], l...)
+	}
+}
+
+// close writes the open agent step's pending extra and closes the step.
+func (c *chain) close() {
+	if la := c.last; la != nil {
+		st := &c.sl.Steps[la.idx]
+		st.Extra = addExtra(st.Extra, la.set, la.lists)
+		c.last = nil
+	}
 }
 
 func newSession(src format.Source) *session {
@@ -338,7 +366,7 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]json
 		st.MessageValue = model.StrAlways(text)
 	}
 	c.add(st)
-	c.last = nil
+	c.close()
 }
 
 // user maps a user line: tool_result blocks become tool steps linked to
@@ -363,7 +391,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map
 			st.MessageValue = model.StrAlways(text)
 		}
 		c.add(st)
-		c.last = nil // a user turn closes the open API response
+		c.close() // a user turn closes the open API response
 		return
 	}
 	var others [][]byte
@@ -394,7 +422,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map
 		// A user turn closes the open API response; tool results alone do
 		// not (Claude Code may write a result before the response's next
 		// tool_use line).
-		c.last = nil
+		c.close()
 	}
 }
 
@@ -450,8 +478,8 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // its usage is counted once, from the last line that reports it.
 //
 // What the line adds to the step's extra (merged_uuids, message, usage,
-// content_blocks) is collected in s.set and s.lists and written in one
-// pass: merging each member in turn re-read the extra every time.
+// content_blocks) is collected in s.set and s.lists, then pended on the
+// open step: merging each member in turn re-read the extra every time.
 func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, m *string, obj map[string]jsonx.RawMessage) {
 	msgID := format.String(msg["id"])
 	var st *model.Step
@@ -470,6 +498,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
+		c.close()
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
 		st = &c.sl.Steps[idx]
@@ -506,10 +535,11 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
-			s.lists["content_blocks"] = append(s.lists["content_blocks"], format.StripInlineData(b))
+			// A copy: b is in the line's buffer, which the next line reuses.
+			s.lists["content_blocks"] = append(s.lists["content_blocks"], bytes.Clone(format.StripInlineData(b)))
 		}
 	}
-	st.Extra = addExtra(st.Extra, s.set, s.lists)
+	la.pend(s.set, s.lists)
 	st.MessageValue, st.Reasoning = nil, nil
 	if len(la.texts) > 0 {
 		st.MessageValue = model.StrAlways(strings.Join(la.texts, "\n"))
@@ -587,6 +617,10 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 // order of first appearance. A file with only sidechain lines (a subagent
 // file) has no main Storyline: its run-level data goes to the first child.
 func (s *session) finish() []*model.Storyline {
+	s.main.close()
+	for _, c := range s.children {
+		c.close()
+	}
 	mainID := s.sessionID
 	if mainID == "" {
 		base := path.Base(s.src.File)

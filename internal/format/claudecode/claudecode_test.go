@@ -415,3 +415,21 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// FuzzArgumentsText checks argumentsText against format.ArgumentsText on
+// valid JSON, which is what it gets.
+func FuzzArgumentsText(f *testing.F) {
+	f.Add([]byte(` {"command": "ls -la", "n": [1, 2.5e3, null]} `))
+	f.Add([]byte(`"{\"a\":1}"`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !jsonx.Valid(raw) {
+			return
+		}
+		got, gotOK := argumentsText(raw)
+		want, wantOK := format.ArgumentsText(raw)
+		if gotOK != wantOK || deref(got) != deref(want) {
+			t.Fatalf("argumentsText(%q) = %q, %v; want %q, %v", raw, deref(got), gotOK, deref(want), wantOK)
+		}
+	})
+}

@@ -144,7 +144,7 @@ func (s *session) line(n int64, raw []byte) error {
 	if !format.SplitObjectInto(obj, raw) {
 		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
 	}
-	typ := format.String(obj["type"])
+	typ := format.Symbol(obj["type"])
 	switch typ {
 	case typeUser, typeAsst, typeSystem:
 		s.conversation(n, typ, obj)
@@ -213,7 +213,7 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 		s.warn(c, n, typ+" line has no message object; skipped", "message")
 		return
 	}
-	if format.String(msg["role"]) == typ {
+	if format.Symbol(msg["role"]) == typ {
 		delete(msg, "role")
 	}
 	// The message members not mapped go to extra.message: written with the
@@ -398,7 +398,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map
 	userAt := -1
 	blk := s.blk
 	for i, b := range blocks {
-		if !format.SplitObjectInto(blk, b) || format.String(blk["type"]) != "tool_result" {
+		if !format.SplitObjectInto(blk, b) || format.Symbol(blk["type"]) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
 			}
@@ -504,7 +504,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		st = &c.sl.Steps[idx]
 		fresh = true
 	}
-	if m := format.String(msg["model"]); m != "" {
+	if m := format.Symbol(msg["model"]); m != "" {
 		st.ModelName = model.Str(m)
 		if c.anyModel == "" {
 			c.anyModel = m
@@ -527,7 +527,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	blk := s.blk
 	for i, b := range blocks {
 		format.SplitObjectInto(blk, b) // empty when b is not an object
-		switch format.String(blk["type"]) {
+		switch format.Symbol(blk["type"]) {
 		case "text":
 			la.texts = append(la.texts, format.String(blk["text"]))
 		case "thinking":
@@ -562,8 +562,8 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 
 func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[string]jsonx.RawMessage) {
 	id := format.String(blk["id"])
-	args, valid := format.ArgumentsText(blk["input"])
-	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.String(blk["name"]),
+	args, valid := argumentsText(blk["input"])
+	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.Symbol(blk["name"]),
 		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(extraOf(blk, "type", "id", "name", "input"))}
 	if id == "" {
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
@@ -573,6 +573,19 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 	if c == s.main && taskTools[tc.FunctionName] {
 		s.tasks = append(s.tasks, stepID)
 	}
+}
+
+// argumentsText is format.ArgumentsText for input from a validated line:
+// an input that is neither null nor a string (an object, as Claude Code
+// writes it) is valid, so its compact text is not validated again (twice,
+// the second time by encoding/json, a tenth of the profile).
+func argumentsText(raw []byte) (*string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if format.IsNull(raw) || raw[0] == '"' {
+		return format.ArgumentsText(raw)
+	}
+	s := string(jsonx.CompactValid(raw))
+	return &s, true
 }
 
 // usage applies an Anthropic usage object to st: prompt_tokens =

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -378,6 +379,57 @@ func FuzzNormalize(f *testing.F) {
 		var pe *format.ParseError
 		if err != nil && (!errors.As(err, &pe) || pe.Line == 0) {
 			t.Fatalf("error is not a located ParseError: %v", err)
+		}
+	})
+}
+
+// FuzzFreshExtra checks freshExtra's one-pass write against stripping the
+// line's extra, then adding s.set to it.
+func FuzzFreshExtra(f *testing.F) {
+	f.Add([]byte(`{"cwd":"/x","requestId":"r","type":"assistant"}`), []byte(`{"stop_reason":null}`), "usage", []byte(`{"service_tier":"standard"}`))
+	f.Add([]byte(`{"img":"data:image/png;base64,`+strings.Repeat("A", 300)+`"}`), []byte(`{}`), "usage", []byte(`{"x":1}`))
+	f.Add([]byte(`{"usage":{"data":"`+strings.Repeat("A", 300)+`"}}`), []byte(`{"a":"\u00e9"}`), "usage_counted_on", []byte(`"s1"`))
+	f.Fuzz(func(t *testing.T, line, msg []byte, key string, val []byte) {
+		if !jsonx.Valid(line) || !jsonx.Valid(msg) || !jsonx.Valid(val) {
+			return
+		}
+		obj := format.SplitObject(line)
+		mobj := format.SplitObject(msg)
+		if obj == nil || mobj == nil {
+			return
+		}
+		m := extraOf(mobj)
+		want := addExtra(format.StripExtra(lineExtra(format.SplitObject(line), m)), map[string][]byte{key: val}, nil)
+		s := newSession(format.Source{})
+		s.set[key] = val
+		got := addExtra(s.freshExtra(obj, m), s.set, nil)
+		if (got == nil) != (want == nil) || got != nil && *got != *want {
+			t.Fatalf("freshExtra: %v, want %v", deref(got), deref(want))
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// FuzzArgumentsText checks argumentsText against format.ArgumentsText on
+// valid JSON, which is what it gets.
+func FuzzArgumentsText(f *testing.F) {
+	f.Add([]byte(` {"command": "ls -la", "n": [1, 2.5e3, null]} `))
+	f.Add([]byte(`"{\"a\":1}"`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !jsonx.Valid(raw) {
+			return
+		}
+		got, gotOK := argumentsText(raw)
+		want, wantOK := format.ArgumentsText(raw)
+		if gotOK != wantOK || deref(got) != deref(want) {
+			t.Fatalf("argumentsText(%q) = %q, %v; want %q, %v", raw, deref(got), gotOK, deref(want), wantOK)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -17,13 +18,14 @@ import (
 // Code's own.
 const agentName = "claude-code"
 
-// lineKeys are the envelope members mapped to columns or used to choose
-// the Storyline; every other member of a line goes to the step's extra
-// (cwd, gitBranch, version and userType only when they differ from the
-// run's, see runKeys).
-var lineKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId"}
+// envelopeKeys are the envelope members mapped to columns or used to
+// choose the Storyline; every other member of a line goes to the step's
+// extra (cwd, gitBranch, version and userType only when they differ from
+// the run's, see runKeys), message as the message's own members not
+// mapped.
+var envelopeKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "agentId"}
 
-// systemKeys are lineKeys plus the system line's content.
+// systemKeys are envelopeKeys plus message and the system line's content.
 var systemKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain", "message", "agentId", "content"}
 
 // runKeys are envelope members that are constant over a session: the first
@@ -49,6 +51,12 @@ type session struct {
 	// tasks are main-chain Task/Agent calls not yet linked to a sidechain,
 	// oldest first: a new sidechain is attributed to the earliest one.
 	tasks []string // step ids
+	// Maps reused from line to line (a map per line and per block showed
+	// in profiles): the line, its message, a content block or usage, and
+	// what an assistant line adds to its step's extra.
+	obj, msg, blk map[string]jsonx.RawMessage
+	set           map[string][]byte
+	lists         map[string][][]byte
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -72,11 +80,40 @@ type lastAgent struct {
 	msgID     string
 	texts     []string
 	reasoning []string
+	// What the response's lines add to the step's extra, written when the
+	// step closes (see addExtra): rewriting the extra at every line of a
+	// long response re-read its growing merged_uuids each time.
+	set   map[string][]byte
+	lists map[string][][]byte
+}
+
+// pend adds a line's members to set and list elements to append.
+func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
+	if la.set == nil {
+		la.set, la.lists = map[string][]byte{}, map[string][][]byte{}
+	}
+	for k, v := range set {
+		la.set[k] = v
+	}
+	for k, l := range lists {
+		la.lists[k] = append(la.lists[k], l...)
+	}
+}
+
+// close writes the open agent step's pending extra and closes the step.
+func (c *chain) close() {
+	if la := c.last; la != nil {
+		st := &c.sl.Steps[la.idx]
+		st.Extra = addExtra(st.Extra, la.set, la.lists)
+		c.last = nil
+	}
 }
 
 func newSession(src format.Source) *session {
 	s := &session{src: src, runVals: map[string]json.RawMessage{}, chainOf: map[string]*chain{},
-		byAgent: map[string]*chain{}, skipped: map[string]int{}}
+		byAgent: map[string]*chain{}, skipped: map[string]int{}, obj: map[string]jsonx.RawMessage{},
+		msg: map[string]jsonx.RawMessage{}, blk: map[string]jsonx.RawMessage{}, set: map[string][]byte{},
+		lists: map[string][][]byte{}}
 	s.main = newChain()
 	return s
 }
@@ -103,16 +140,16 @@ func (s *session) line(n int64, raw []byte) error {
 		}
 		return format.Errorf(s.src, n, "", "claude-code line is not valid JSON: %v", err)
 	}
-	obj := format.SplitObject(raw)
-	if obj == nil {
+	obj := s.obj
+	if !format.SplitObjectInto(obj, raw) {
 		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
 	}
-	typ := format.String(obj["type"])
+	typ := format.Symbol(obj["type"])
 	switch typ {
 	case typeUser, typeAsst, typeSystem:
 		s.conversation(n, typ, obj)
 	case typeSummary:
-		if e := format.Extra(obj, "type"); e != nil {
+		if e := extraOf(obj, "type"); e != nil {
 			s.summaries = append(s.summaries, json.RawMessage(*e))
 		}
 	default:
@@ -171,23 +208,69 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 		s.system(c, id, ts, obj)
 		return
 	}
-	extra := format.Extra(obj, lineKeys...)
-	var msg map[string]jsonx.RawMessage
-	if raw, ok := obj["message"]; ok {
-		msg = format.SplitObject(raw)
-	}
-	if msg == nil {
+	msg := s.msg
+	if raw, ok := obj["message"]; !ok || !format.SplitObjectInto(msg, raw) {
 		s.warn(c, n, typ+" line has no message object; skipped", "message")
 		return
 	}
-	if format.String(msg["role"]) == typ {
+	if format.Symbol(msg["role"]) == typ {
 		delete(msg, "role")
 	}
-	if typ == typeUser {
-		s.user(c, n, id, ts, msg, extra)
-	} else {
-		s.assistant(c, n, id, uuid, ts, msg, extra)
+	// The message members not mapped go to extra.message: written with the
+	// line's members in one pass rather than merged into them after.
+	known := []string{"content"}
+	if typ == typeAsst {
+		known = []string{"content", "model", "usage"}
 	}
+	m := extraOf(msg, known...)
+	if typ == typeUser {
+		s.user(c, n, id, ts, msg, obj, m)
+	} else {
+		s.assistant(c, n, id, uuid, ts, msg, m, obj)
+	}
+}
+
+// freshExtra is the extra of a new agent step: its line's (lineExtra),
+// stripped of inline data, then the members of s.set. When stripping the
+// whole leaves it as it is, so would stripping the line's part: then both
+// are written in one pass rather than the line's rewritten with s.set,
+// which is left empty. s.set otherwise stays for addExtra.
+func (s *session) freshExtra(obj map[string]jsonx.RawMessage, m *string) *string {
+	if len(s.set) > 0 && !hasAny(obj, s.set) {
+		for k, v := range s.set {
+			obj[k] = v
+		}
+		all := lineExtra(obj, m)
+		if stripped := format.StripExtra(all); *stripped == *all {
+			clear(s.set)
+			return all
+		}
+		for k := range s.set {
+			delete(obj, k)
+		}
+	}
+	return format.StripExtra(lineExtra(obj, m))
+}
+
+// hasAny reports whether obj has a member named as one of set.
+func hasAny(obj map[string]jsonx.RawMessage, set map[string][]byte) bool {
+	for k := range set {
+		if _, ok := obj[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// lineExtra is the extra of a user or assistant line: its envelope members
+// not mapped, and m (the message's) as extra.message.
+func lineExtra(obj map[string]jsonx.RawMessage, m *string) *string {
+	if m != nil {
+		obj["message"] = []byte(*m)
+	} else {
+		delete(obj, "message")
+	}
+	return extraOf(obj, envelopeKeys...)
 }
 
 // chainFor picks the Storyline of a conversational line: the main chain,
@@ -278,28 +361,25 @@ func (c *chain) add(st model.Step) int {
 func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]jsonx.RawMessage) {
 	text, _, ok := format.Content(obj["content"])
 	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
-		Timestamp: ts, Extra: format.StripExtra(format.Extra(obj, systemKeys...))}
+		Timestamp: ts, Extra: format.StripExtra(extraOf(obj, systemKeys...))}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
 	c.add(st)
-	c.last = nil
+	c.close()
 }
 
 // user maps a user line: tool_result blocks become tool steps linked to
 // their calls; the other content (a string, text and image blocks) one
 // user step. The line's extra goes to its first step.
-func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
-	if m := format.Extra(msg, "content"); m != nil {
-		extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
-	}
+func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map[string]jsonx.RawMessage, m *string) {
 	first := true
 	take := func() *string {
 		if !first {
 			return nil
 		}
 		first = false
-		return format.StripExtra(extra)
+		return format.StripExtra(lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
 	content := msg["content"]
@@ -311,21 +391,25 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 			st.MessageValue = model.StrAlways(text)
 		}
 		c.add(st)
-		c.last = nil // a user turn closes the open API response
+		c.close() // a user turn closes the open API response
 		return
 	}
 	var others [][]byte
 	userAt := -1
+	blk := s.blk
 	for i, b := range blocks {
-		blk := format.SplitObject(b)
-		if blk == nil || format.String(blk["type"]) != "tool_result" {
+		if !format.SplitObjectInto(blk, b) || format.Symbol(blk["type"]) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
 			}
 			others = append(others, b)
 			continue
 		}
-		s.toolResult(c, n, newID(), ts, i, blk, take())
+		var lineObj map[string]jsonx.RawMessage
+		if first {
+			lineObj, first = obj, false
+		}
+		s.toolResult(c, n, newID(), ts, i, blk, lineObj, m)
 	}
 	if userAt >= 0 {
 		text, kind, _ := format.Content(format.JoinArray(others))
@@ -338,22 +422,32 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg map[stri
 		// A user turn closes the open API response; tool results alone do
 		// not (Claude Code may write a result before the response's next
 		// tool_use line).
-		c.last = nil
+		c.close()
 	}
 }
 
 // toolResult adds a tool step for one tool_result block and links it to the
-// earliest unanswered call with its tool_use_id.
-func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk map[string]jsonx.RawMessage, extra *string) {
+// earliest unanswered call with its tool_use_id. obj is the line's members
+// (m its message's extra) when the step is the line's first, which takes
+// the line's extra; else nil.
+func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk, obj map[string]jsonx.RawMessage, m *string) {
 	text, kind, ok := format.Content(blk["content"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
-	if e := format.Extra(blk, "type", "content"); e != nil {
-		extra = format.MergeExtra(extra, "tool_result", json.RawMessage(*e))
+	e := extraOf(blk, "type", "content")
+	clear(s.set)
+	if e != nil {
+		s.set["tool_result"] = []byte(*e)
 	}
-	st.Extra = format.StripExtra(extra)
+	if obj == nil {
+		st.Extra = format.StripExtra(addExtra(nil, s.set, nil))
+	} else if extra := s.freshExtra(obj, m); len(s.set) == 0 && e != nil {
+		st.Extra = extra // written with tool_result, and left as it is by stripping
+	} else {
+		st.Extra = format.StripExtra(addExtra(extra, s.set, nil))
+	}
 	c.add(st)
 	isErr, _ := format.Bool(blk["is_error"])
 	status := model.ResultOK
@@ -382,30 +476,35 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // assistant maps an assistant line. Lines of one API response (same
 // message.id, following the open agent step) are merged into one step;
 // its usage is counted once, from the last line that reports it.
-func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, extra *string) {
+//
+// What the line adds to the step's extra (merged_uuids, message, usage,
+// content_blocks) is collected in s.set and s.lists, then pended on the
+// open step: merging each member in turn re-read the extra every time.
+func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, m *string, obj map[string]jsonx.RawMessage) {
 	msgID := format.String(msg["id"])
 	var st *model.Step
 	la := c.last
+	clear(s.set)
+	clear(s.lists)
+	fresh := false // a new step, whose extra is written after its usage
 	if msgID != "" && la != nil && la.msgID == msgID {
 		st = &c.sl.Steps[la.idx]
 		if uuid != "" {
-			st.Extra = appendExtraList(st.Extra, "merged_uuids", uuid)
+			s.lists["merged_uuids"] = append(s.lists["merged_uuids"], jsonx.AppendQuoted(nil, uuid))
 		}
 		// The last line's message members (stop_reason, …) win.
-		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
-			st.Extra = format.MergeExtra(st.Extra, "message", json.RawMessage(*m))
+		if m != nil {
+			s.set["message"] = []byte(*m)
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
+		c.close()
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
 		st = &c.sl.Steps[idx]
-		if m := format.Extra(msg, "content", "model", "usage"); m != nil {
-			extra = format.MergeExtra(extra, "message", json.RawMessage(*m))
-		}
-		st.Extra = format.StripExtra(extra)
+		fresh = true
 	}
-	if m := format.String(msg["model"]); m != "" {
+	if m := format.Symbol(msg["model"]); m != "" {
 		st.ModelName = model.Str(m)
 		if c.anyModel == "" {
 			c.anyModel = m
@@ -415,6 +514,9 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 	}
 	s.usage(c, n, st, msgID, msg["usage"])
+	if fresh {
+		st.Extra = s.freshExtra(obj, m)
+	}
 	content := msg["content"]
 	blocks, isArray := format.SplitArray(content)
 	if !isArray {
@@ -422,9 +524,10 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 			la.texts = append(la.texts, text)
 		}
 	}
+	blk := s.blk
 	for i, b := range blocks {
-		blk := format.SplitObject(b)
-		switch format.String(blk["type"]) {
+		format.SplitObjectInto(blk, b) // empty when b is not an object
+		switch format.Symbol(blk["type"]) {
 		case "text":
 			la.texts = append(la.texts, format.String(blk["text"]))
 		case "thinking":
@@ -432,9 +535,11 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
-			st.Extra = appendExtraRaw(st.Extra, "content_blocks", format.StripInlineData(b))
+			// A copy: b is in the line's buffer, which the next line reuses.
+			s.lists["content_blocks"] = append(s.lists["content_blocks"], bytes.Clone(format.StripInlineData(b)))
 		}
 	}
+	la.pend(s.set, s.lists)
 	st.MessageValue, st.Reasoning = nil, nil
 	if len(la.texts) > 0 {
 		st.MessageValue = model.StrAlways(strings.Join(la.texts, "\n"))
@@ -457,9 +562,9 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 
 func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[string]jsonx.RawMessage) {
 	id := format.String(blk["id"])
-	args, valid := format.ArgumentsText(blk["input"])
-	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.String(blk["name"]),
-		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(format.Extra(blk, "type", "id", "name", "input"))}
+	args, valid := argumentsText(blk["input"])
+	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.Symbol(blk["name"]),
+		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(extraOf(blk, "type", "id", "name", "input"))}
 	if id == "" {
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
 	}
@@ -470,6 +575,19 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 	}
 }
 
+// argumentsText is format.ArgumentsText for input from a validated line:
+// an input that is neither null nor a string (an object, as Claude Code
+// writes it) is valid, so its compact text is not validated again (twice,
+// the second time by encoding/json, a tenth of the profile).
+func argumentsText(raw []byte) (*string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if format.IsNull(raw) || raw[0] == '"' {
+		return format.ArgumentsText(raw)
+	}
+	s := string(jsonx.CompactValid(raw))
+	return &s, true
+}
+
 // usage applies an Anthropic usage object to st: prompt_tokens =
 // input_tokens + cache_read_input_tokens + cache_creation_input_tokens (the
 // OpenAI convention: prompt includes cached input), cached_tokens =
@@ -477,14 +595,14 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 // members stay in extra.usage. A message id already counted on an earlier
 // step is not counted again.
 func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jsonx.RawMessage) {
-	u := format.SplitObject(raw)
-	if u == nil {
+	u := s.blk
+	if !format.SplitObjectInto(u, raw) {
 		return
 	}
 	if msgID != "" {
 		if on, ok := c.countedOn[msgID]; ok && on != st.StepID {
 			s.warn(c, n, "message id "+strconv.Quote(msgID)+" repeats a response counted on step "+strconv.Quote(on)+"; usage not counted again", "message", "usage")
-			st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(on))
+			s.set["usage_counted_on"] = jsonx.AppendQuoted(nil, on)
 			return
 		}
 		c.countedOn[msgID] = st.StepID
@@ -503,8 +621,8 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 	if hasRead {
 		st.CachedTokens = model.Int(read)
 	}
-	if e := format.Extra(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
-		st.Extra = format.MergeExtra(st.Extra, "usage", json.RawMessage(*e))
+	if e := extraOf(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
+		s.set["usage"] = []byte(*e)
 	}
 }
 
@@ -512,6 +630,10 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 // order of first appearance. A file with only sidechain lines (a subagent
 // file) has no main Storyline: its run-level data goes to the first child.
 func (s *session) finish() []*model.Storyline {
+	s.main.close()
+	for _, c := range s.children {
+		c.close()
+	}
 	mainID := s.sessionID
 	if mainID == "" {
 		base := path.Base(s.src.File)
@@ -602,29 +724,34 @@ func (s *session) runExtra() *string {
 	return extra
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := jsonx.Marshal(v)
-	return b
+// extraOf is format.Extra for an object split from a validated line: its
+// values are not validated again, which was half the cost of an extra.
+func extraOf(obj map[string]jsonx.RawMessage, known ...string) *string {
+	var buf [16]string
+	names := buf[:0]
+	for k := range obj {
+		names = append(names, k)
+	}
+	return format.ExtraNamed(obj, names, known)
 }
 
-// appendExtraList appends a string to the array extra[key].
-func appendExtraList(extra *string, key, v string) *string {
-	return appendExtraRaw(extra, key, mustJSON(v))
-}
-
-// appendExtraRaw appends a JSON value to the array extra[key].
-func appendExtraRaw(extra *string, key string, v json.RawMessage) *string {
-	var list [][]byte
+// addExtra sets the members of set in extra (nil = empty; always an object
+// this adapter wrote) and appends the elements of lists (valid JSON) to
+// its arrays, a member that is not an array counting as empty.
+func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
+	if len(set) == 0 && len(lists) == 0 {
+		return extra
+	}
+	obj := map[string]jsonx.RawMessage{}
 	if extra != nil {
-		list, _ = format.Array(format.Object([]byte(*extra))[key])
+		format.SplitObjectInto(obj, []byte(*extra))
 	}
-	list = append(list, v)
-	for i, e := range list {
-		c, ok := jsonx.Compact(e)
-		if !ok {
-			return format.MergeExtra(extra, key, nil) // as encoding an invalid element fails
-		}
-		list[i] = c
+	for k, v := range set {
+		obj[k] = v
 	}
-	return format.MergeExtra(extra, key, format.JoinArray(list))
+	for k, add := range lists {
+		list, _ := format.SplitArray(obj[k])
+		obj[k] = format.JoinArray(append(list, add...))
+	}
+	return extraOf(obj)
 }

@@ -145,26 +145,11 @@ var (
 // copy (which they alias), in one pass and without a map per line; anything
 // else goes through the codec, for its error (or null, which reads as {}).
 func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error) {
-	var raw []byte
-	var obj [numFields][]byte
-	var rest, dataRest bool // members leftover would keep
-	if jsonx.Valid(text) {
-		raw = bytes.Clone(text)
-		isObj := format.EachMemberName(raw, func(k, v []byte) {
-			if i := field(string(k)); i >= 0 {
-				obj[i] = v
-			}
-			if !consumed(string(k)) && !format.EmptyJSON(v) {
-				if string(k) == "data" {
-					dataRest = true
-				} else {
-					rest = true
-				}
-			}
-		})
-		if !isObj {
-			raw = nil
-		}
+	var m lineMembers
+	raw := bytes.Clone(text)
+	if !scanLine(raw, &m) {
+		m = lineMembers{}
+		raw = splitLine(text, &m)
 	}
 	if raw == nil {
 		var v map[string]json.RawMessage
@@ -172,6 +157,7 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 			return nil, err
 		}
 	}
+	obj, rest, dataRest := &m.vals, m.rest, m.dataRest
 	e := &event{
 		line:       line,
 		raw:        raw,

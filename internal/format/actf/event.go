@@ -399,8 +399,38 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 
 // subFields is format.Fields for a member of a validated line, which may
 // be absent: it reports whether raw is an object (subObject non-nil).
+// vals must start empty. Names are matched as written (keys are plain
+// ASCII, which an unescaped name matches only as its bytes); an object
+// with an escaped name goes to format.Fields.
 func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
-	return len(raw) > 0 && format.Fields(raw, keys, vals)
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	for i = skipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
+		start := i
+		end, ok := scanString(raw, i)
+		if !ok || bytes.IndexByte(raw[start:end], '\\') >= 0 {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		vstart := skipWS(raw, skipWS(raw, end)+1) // after the ':'
+		if i, ok = scanValue(raw, vstart, 0); !ok {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		name := raw[start+1 : end-1]
+		for k, key := range keys {
+			if string(name) == key {
+				vals[k] = raw[vstart:i]
+				break
+			}
+		}
+		if i = skipWS(raw, i); i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return true
 }
 
 // str is the string value raw, or "" for any other value.

@@ -148,8 +148,8 @@ func (s *stream) route(e *event) error {
 	if e.phase == phaseEnd {
 		s.pair(e)
 	}
-	if e.sessionID != "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
-		s.parents[e.sessionID] = e.parentSessionID
+	if r := e.more(); r.sessionID != "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
+		s.parents[r.sessionID] = r.parentSessionID
 	}
 	key := s.sessionOf(e)
 	sess, ok := s.cur, s.cur != nil && s.cur.key == key // most events follow one of their session
@@ -243,11 +243,12 @@ func keyOf(e *event) openKey {
 // the session of its start or parent scope, else a root agent scope starts
 // a session named by its uuid, else the file's default session.
 func (s *stream) sessionOf(e *event) sessionKey {
-	if e.phase == phaseMark && e.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent") {
-		return sessionKey{'s', e.parentSessionID}
+	r := e.more()
+	if e.phase == phaseMark && r.parentSessionID != "" && strings.Contains(strings.ToLower(e.name), "subagent") {
+		return sessionKey{'s', r.parentSessionID}
 	}
-	if e.sessionID != "" {
-		return sessionKey{'s', e.sessionID}
+	if r.sessionID != "" {
+		return sessionKey{'s', r.sessionID}
 	}
 	if e.start != nil {
 		if k, ok := s.sessionOfScope(e.start.uuid); ok {

@@ -116,8 +116,9 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 		case phaseMark:
 			b.mark(e)
 		default:
-			b.warn(e, "unknown event kind %q; counted in run extra", e.kind)
-			b.marks["kind:"+e.kind]++
+			kind := kindOf(e)
+			b.warn(e, "unknown event kind %q; counted in run extra", kind)
+			b.marks["kind:"+kind]++
 		}
 	}
 	if b.root != nil && b.sl.Run.EndedAt == nil {
@@ -589,8 +590,8 @@ func (b *builder) mark(e *event) {
 	meta := subObject(f[0])
 	data := subObject(decodedData(f[1]))
 	child := first(strOf(meta, "child_session_id"), strOf(data, "child_session_id"))
-	if child == "" && e.parentSessionID != "" && e.sessionID != e.parentSessionID {
-		child = e.sessionID
+	if r := e.more(); child == "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
+		child = r.sessionID
 	}
 	if child == "" || child == b.sl.Run.SessionID {
 		return
@@ -684,8 +685,8 @@ func (x *rowExtra) end(e *event) {
 	if !format.IsNull(e.errRaw) {
 		x.err = e.errRaw
 	}
-	if e.dataSchema != "" {
-		x.dataSchema = e.dataSchema
+	if r := e.more(); r.dataSchema != "" {
+		x.dataSchema = r.dataSchema
 	}
 	if left := leftover(e); left != nil {
 		x.event = left

@@ -10,7 +10,7 @@ import (
 )
 
 // phase is what an event does to its scope.
-type phase int
+type phase uint8
 
 const (
 	phaseOther phase = iota // an unknown kind: counted, otherwise ignored
@@ -37,29 +37,53 @@ type event struct {
 	line int64
 	// raw is the line (a copy, which the other fields alias) when it is an
 	// object, else nil.
-	raw        []byte
-	kind       string
-	phase      phase
-	uuid       string
-	parentUUID string
-	name       string
-	ts         *time.Time
-	scopeType  string
-	modelName  string
-	toolCallID string
+	raw         []byte
+	phase       phase
+	fromData    bool // payload is the data field (ATOF 0.1)
+	hasLeftover bool // the line may have members for leftover to keep
+	uuid        string
+	parentUUID  string
+	name        string
+	ts          *time.Time
+	scopeType   string
+	modelName   string
+	toolCallID  string
 	// payload is the start input or the end output (data in ATOF 0.1).
 	payload json.RawMessage
 	status  string
 	errRaw  json.RawMessage
+	// rare is nil when all its members are empty, as on most lines: events
+	// are kept until their session ends, and most of their bytes were
+	// these fields (the kind is read again for the one warning it is in).
+	rare *rare
+
+	start  *event // the matching start of an end event
+	hidden *event // the open start with the same pairing key this one hides
+}
+
+// rare holds the members of an event that few lines have.
+type rare struct {
 	// sessionID and parentSessionID come from metadata.
 	sessionID       string
 	parentSessionID string
 	dataSchema      string
-	fromData        bool // payload is the data field (ATOF 0.1)
-	hasLeftover     bool // the line may have members for leftover to keep
+}
 
-	start  *event // the matching start of an end event
-	hidden *event // the open start with the same pairing key this one hides
+var noRare rare
+
+// more is the event's rare members (read-only).
+func (e *event) more() *rare {
+	if e.rare == nil {
+		return &noRare
+	}
+	return e.rare
+}
+
+// kindOf is the kind member of the event's line.
+func kindOf(e *event) string {
+	var f [1][]byte
+	subFields(e.raw, kindKey, f[:])
+	return symbol(f[0])
 }
 
 // Members of a line that decodeLine reads, by index.
@@ -137,6 +161,7 @@ var (
 	profileKeys = []string{"subtype", "model_name", "tool_call_id", "$schema"}
 	metaKeys    = []string{"model_name", "model", "tool_call_id", "session_id", "parent_session_id", "status"}
 	dataKeys    = []string{"reason", "error"}
+	kindKey     = []string{"kind"}
 	schemaKeys  = []string{"name", "version"}
 )
 
@@ -145,26 +170,11 @@ var (
 // copy (which they alias), in one pass and without a map per line; anything
 // else goes through the codec, for its error (or null, which reads as {}).
 func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error) {
-	var raw []byte
-	var obj [numFields][]byte
-	var rest, dataRest bool // members leftover would keep
-	if jsonx.Valid(text) {
-		raw = bytes.Clone(text)
-		isObj := format.EachMemberName(raw, func(k, v []byte) {
-			if i := field(string(k)); i >= 0 {
-				obj[i] = v
-			}
-			if !consumed(string(k)) && !format.EmptyJSON(v) {
-				if string(k) == "data" {
-					dataRest = true
-				} else {
-					rest = true
-				}
-			}
-		})
-		if !isObj {
-			raw = nil
-		}
+	var m lineMembers
+	raw := bytes.Clone(text)
+	if !scanLine(raw, &m) {
+		m = lineMembers{}
+		raw = splitLine(text, &m)
 	}
 	if raw == nil {
 		var v map[string]json.RawMessage
@@ -172,10 +182,10 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 			return nil, err
 		}
 	}
+	obj, rest, dataRest := &m.vals, m.rest, m.dataRest
 	e := &event{
 		line:       line,
 		raw:        raw,
-		kind:       symbol(obj[fKind]),
 		uuid:       scopeID(obj[fUUID], scopes),
 		parentUUID: scopeID(obj[fParentUUID], scopes),
 		name:       format.Symbol(obj[fName]),
@@ -183,7 +193,7 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	if t, ok := timestamp(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
-	e.phase = phaseOf(e.kind, symbol(obj[fScopeCategory]))
+	e.phase = phaseOf(symbol(obj[fKind]), symbol(obj[fScopeCategory]))
 	var profile [4][]byte
 	isProfile := subFields(obj[fCategoryProfile], profileKeys, profile[:]) ||
 		subFields(obj[fProfile], profileKeys, profile[:])
@@ -196,8 +206,9 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	}
 	e.modelName = first(str(profile[1]), format.Symbol(obj[fModelName]), str(meta[0]), str(meta[1]))
 	e.toolCallID = first(str(profile[2]), format.String(obj[fToolCallID]), str(meta[2]))
-	e.sessionID = str(meta[3])
-	e.parentSessionID = str(meta[4])
+	var r rare
+	r.sessionID = str(meta[3])
+	r.parentSessionID = str(meta[4])
 	e.payload = e.pick(obj[fInput], obj[fOutput], data)
 	var dataObj [2][]byte
 	isData := subFields(data, dataKeys, dataObj[:])
@@ -211,12 +222,16 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	}
 	var ds [2][]byte
 	if subFields(obj[fDataSchema], schemaKeys, ds[:]) {
-		e.dataSchema = str(ds[0])
+		r.dataSchema = str(ds[0])
 		if v := str(ds[1]); v != "" {
-			e.dataSchema += "@" + v
+			r.dataSchema += "@" + v
 		}
 	} else if isProfile {
-		e.dataSchema = str(profile[3])
+		r.dataSchema = str(profile[3])
+	}
+	if r != (rare{}) {
+		e.rare = new(rare) // r itself stays on the stack
+		*e.rare = r
 	}
 	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
@@ -413,8 +428,38 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 
 // subFields is format.Fields for a member of a validated line, which may
 // be absent: it reports whether raw is an object (subObject non-nil).
+// vals must start empty. Names are matched as written (keys are plain
+// ASCII, which an unescaped name matches only as its bytes); an object
+// with an escaped name goes to format.Fields.
 func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
-	return len(raw) > 0 && format.Fields(raw, keys, vals)
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	for i = skipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
+		start := i
+		end, ok := scanString(raw, i)
+		if !ok || bytes.IndexByte(raw[start:end], '\\') >= 0 {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		vstart := skipWS(raw, skipWS(raw, end)+1) // after the ':'
+		if i, ok = scanValue(raw, vstart, 0); !ok {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		name := raw[start+1 : end-1]
+		for k, key := range keys {
+			if string(name) == key {
+				vals[k] = raw[vstart:i]
+				break
+			}
+		}
+		if i = skipWS(raw, i); i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return true
 }
 
 // str is the string value raw, or "" for any other value.

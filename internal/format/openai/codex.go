@@ -29,13 +29,11 @@ type rollout struct {
 	events               map[string]int
 	sawMeta, sawTurnCtx  bool
 	metaExtra, turnExtra *string
-	// payload holds the current line's payload members. It is one map for
-	// all lines (nothing keeps a line's members past the line), which spares
-	// an allocation per line; members is the scanner's buffer for them.
-	// large takes the payloads of more than smallPayload members (turn
-	// contexts), so that payload stays a small map, cheap to clear and range.
-	payload, large map[string]jsonx.RawMessage
-	members        []member
+	// payload holds the members of a payload the scanner did not split: one
+	// map for all such lines (nothing keeps a line's members past the line);
+	// members is the scanner's buffer for the payloads it splits.
+	payload map[string]jsonx.RawMessage
+	members []member
 	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
 	// as written and as parsed.
 	tsRaw  []byte
@@ -49,10 +47,6 @@ type rollout struct {
 // payloadPointer is at.sub("payload") of a line, built once rather than
 // for every item.
 var payloadPointer = format.Pointer("payload")
-
-// smallPayload is the most members a Go map holds without growing into a
-// table, whose clear and range cost several times more.
-const smallPayload = 8
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
 type rolloutLine struct {
@@ -119,7 +113,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
-		payload: make(map[string]jsonx.RawMessage, smallPayload), large: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
+		payload: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
 	ro.reserve(br)
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
@@ -214,25 +208,13 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		}
 		ro.lastTS = ts
 	}
-	p := ro.payload
-	if env.split {
-		if len(env.members) > smallPayload {
-			p = ro.large
-		}
-		clear(p)
-		keys := ro.b.itemKeys[:0]
-		for _, m := range env.members {
-			k := format.Symbol(m.key) // the member name, as SplitObjectInto decodes it
-			p[k] = m.val
-			keys = append(keys, k)
-		}
-		ro.b.itemKeys = keys
-	} else {
-		ro.b.itemKeys = nil
-		if !format.SplitObjectInto(p, env.Payload) { // the line was validated
+	p := object{members: env.members}
+	if !env.split {
+		if !format.SplitObjectInto(ro.payload, env.Payload) { // the line was validated
 			ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
 			return
 		}
+		p = mapObject(ro.payload)
 	}
 	switch env.Type {
 	case "session_meta":
@@ -250,20 +232,21 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.room()
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
-			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,
-			Extra: ro.b.itemExtra(p, "message"),
+			MessageValue: model.Str(format.String(p.get("message"))), Timestamp: ts,
+			Extra: p.extra(nil, "message"),
 		})
 	default:
 		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")
 	}
 }
 
-func (ro *rollout) sessionMeta(at loc, p map[string]jsonx.RawMessage) {
+func (ro *rollout) sessionMeta(at loc, o object) {
 	if ro.sawMeta {
 		ro.b.warnAt(at, "another session_meta; only the first one is mapped")
 		return
 	}
 	ro.sawMeta = true
+	p := o.toMap() // once per file
 	run := &ro.b.sl.Run
 	if id := format.String(p["id"]); id != "" {
 		run.RunID, run.SessionID = id, id
@@ -279,8 +262,8 @@ func (ro *rollout) sessionMeta(at loc, p map[string]jsonx.RawMessage) {
 // turnContext sets the model for the following agent steps. Only the first
 // turn context's other settings are kept (in the run extra): later ones
 // mostly repeat them.
-func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
-	m := model.Str(format.String(p["model"]))
+func (ro *rollout) turnContext(p object) {
+	m := model.Str(format.String(p.get("model")))
 	if m != nil {
 		ro.model = m
 		if ro.b.sl.Run.AgentModelName == nil {
@@ -289,14 +272,14 @@ func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
 	}
 	if !ro.sawTurnCtx {
 		ro.sawTurnCtx = true
-		ro.turnExtra = format.Extra(p, "model")
+		ro.turnExtra = format.Extra(p.toMap(), "model")
 	}
 }
 
 // event handles event_msg lines. user_message, agent_message and
 // agent_reasoning repeat response items and are only counted.
-func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
-	typ := format.Symbol(p["type"])
+func (ro *rollout) event(n int64, at loc, p object) {
+	typ := format.Symbol(p.get("type"))
 	ro.events[typ]++
 	switch typ {
 	case "task_started":
@@ -315,9 +298,9 @@ var tokenInfoKeys = []string{"total_token_usage", "last_token_usage"}
 // tokenCount attributes a model call's usage (last_token_usage) to the
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
-func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
+func (ro *rollout) tokenCount(at loc, p object) {
 	var info [2][]byte // total_token_usage, last_token_usage; no map for two members
-	if !format.Fields(p["info"], tokenInfoKeys, info[:]) {
+	if !format.Fields(p.get("info"), tokenInfoKeys, info[:]) {
 		return
 	}
 	total := info[0]

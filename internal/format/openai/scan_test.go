@@ -15,7 +15,8 @@ import (
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
 // isJSON is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
-// decodeEnvelope and SplitObject give, with format.ExtraNamed their Extra.
+// decodeEnvelope and SplitObject give, with format.ExtraNamed and the
+// member list's get and extra (with a flag merged) what the map gives.
 // argumentsText is ArgumentsText, and textArray Content.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
@@ -46,7 +47,7 @@ func FuzzScanRolloutLine(f *testing.F) {
 			}
 		}
 		line = bytes.TrimSpace(line)
-		env, members, object, ok := scanRolloutLine(line, nil)
+		env, members, isObject, ok := scanRolloutLine(line, nil)
 		if !ok {
 			return
 		}
@@ -58,21 +59,36 @@ func FuzzScanRolloutLine(f *testing.F) {
 			t.Fatalf("envelope %q %q %q, want %q %q %q", env.Timestamp, env.Type, env.Payload, want.Timestamp, want.Type, want.Payload)
 		}
 		split := format.SplitObject(want.Payload)
-		if object != (split != nil) {
-			t.Fatalf("payload object %v, SplitObject %v", object, split != nil)
+		if isObject != (split != nil) {
+			t.Fatalf("payload object %v, SplitObject %v", isObject, split != nil)
 		}
 		got := map[string]jsonx.RawMessage{}
 		var names []string
 		for _, m := range members {
-			got[format.Symbol(m.key)] = m.val
-			names = append(names, format.Symbol(m.key))
+			got[string(m.name)] = m.val
+			names = append(names, string(m.name))
 		}
-		for _, known := range [][]string{nil, {"type", "output"}} {
-			if e, want := format.ExtraNamed(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
+		o := object{members: members}
+		flag := &member{name: []byte("b"), val: []byte("true")}
+		for _, known := range [][]string{nil, {"type", "output"}, {"a", "b"}} {
+			want := format.Extra(got, known...)
+			if e := format.ExtraNamed(got, names, known); !reflect.DeepEqual(e, want) {
 				t.Fatalf("ExtraNamed %v, want %v", model.Deref(e), model.Deref(want))
 			}
+			if e := o.extra(nil, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("members extra %v, want %v", model.Deref(e), model.Deref(want))
+			}
+			want = format.MergeExtra(want, "b", flag.val)
+			if e := o.extra(flag, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("members extra with b %v, want %v", model.Deref(e), model.Deref(want))
+			}
 		}
-		if object && len(got) != len(split) {
+		for k, v := range got {
+			if !bytes.Equal(o.get(k), v) {
+				t.Fatalf("get(%q) = %q, want %q", k, o.get(k), v)
+			}
+		}
+		if isObject && len(got) != len(split) {
 			t.Fatalf("members %q, want %q", got, split)
 		}
 		for k, v := range split {

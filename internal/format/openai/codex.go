@@ -335,7 +335,7 @@ func (ro *rollout) turnContext(p object) {
 // event handles event_msg lines. user_message, agent_message and
 // agent_reasoning repeat response items and are only counted.
 func (ro *rollout) event(n int64, at loc, p object) {
-	typ := format.Symbol(p.get("type"))
+	typ := symbol(p.get("type"))
 	ro.events[typ]++
 	switch typ {
 	case "task_started":

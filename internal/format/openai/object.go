@@ -115,10 +115,53 @@ func isKnown(known []string, name []byte) bool {
 
 // memberName decodes a member name (a JSON string) as format.Symbol does,
 // without a copy when it has no escapes (nor invalid UTF-8, which decodes
-// to U+FFFD).
+// to U+FFFD). ASCII names are checked in one pass.
 func memberName(key []byte) []byte {
-	if body := key[1 : len(key)-1]; !hasByte(body, '\\') && utf8.Valid(body) {
-		return body
+	body := key[1 : len(key)-1]
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			if !hasByte(body, '\\') && utf8.Valid(body) {
+				return body
+			}
+			return []byte(format.String(key))
+		}
 	}
-	return []byte(format.String(key))
+	return body
+}
+
+// symbol is format.Symbol of a scanned value (no space around it), with
+// the types and roles of most lines matched as written rather than hashed
+// into format's name cache.
+func symbol(raw []byte) string {
+	switch string(raw) {
+	case `"response_item"`:
+		return "response_item"
+	case `"event_msg"`:
+		return "event_msg"
+	case `"message"`:
+		return "message"
+	case `"reasoning"`:
+		return "reasoning"
+	case `"function_call"`:
+		return "function_call"
+	case `"function_call_output"`:
+		return "function_call_output"
+	case `"custom_tool_call"`:
+		return "custom_tool_call"
+	case `"custom_tool_call_output"`:
+		return "custom_tool_call_output"
+	case `"token_count"`:
+		return "token_count"
+	case `"agent_message"`:
+		return "agent_message"
+	case `"agent_reasoning"`:
+		return "agent_reasoning"
+	case `"user_message"`:
+		return "user_message"
+	case `"user"`:
+		return "user"
+	case `"assistant"`:
+		return "assistant"
+	}
+	return format.Symbol(raw)
 }

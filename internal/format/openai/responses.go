@@ -51,7 +51,7 @@ type itemStep struct {
 // item maps one Responses item to a step (and its tool call or result). It
 // returns whether the step is an agent step, i.e. output of a model call.
 func (b *builder) item(it object, is itemStep) bool {
-	typ := format.Symbol(it.get("type"))
+	typ := symbol(it.get("type"))
 	if typ == "" && it.get("role") != nil {
 		return b.untypedMessage(it, is)
 	}
@@ -100,7 +100,7 @@ func (b *builder) untypedMessage(it object, is itemStep) bool {
 }
 
 func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
-	role := format.Symbol(it.get("role"))
+	role := symbol(it.get("role"))
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(is.at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")

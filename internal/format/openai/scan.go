@@ -3,8 +3,6 @@ package openai
 import (
 	"encoding/binary"
 	"math/bits"
-
-	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // This file validates a rollout line and splits its envelope and payload in
@@ -108,7 +106,7 @@ func scanRolloutLine(line []byte, members []member) (env rolloutLine, out []memb
 	if skipWS(b, i) != len(b) || typ == nil {
 		return env, out, false, false
 	}
-	env.Type = format.Symbol(typ)
+	env.Type = symbol(typ)
 	return env, out, payloadObject, true
 }
 

@@ -17,14 +17,14 @@ import (
 // scanner accepts is valid JSON whose envelope and payload members are what
 // decodeEnvelope and SplitObject give, with format.ExtraNamed and the
 // member list's get and extra (with a flag merged) what the map gives.
-// argumentsText is ArgumentsText, and textArray Content.
+// argumentsText is ArgumentsText, symbol Symbol, and textArray Content.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
 			f.Add(line)
 		}
 	}
-	for _, s := range []string{`{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
+	for _, s := range []string{`"response_item"`, `"user"`, `{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
 		`{"type":"x","payload":[],"payload":{"k":true}}`, `{"type":"x","payload":{"k":null},"payload":7}`,
 		`{"type":"x","p\u0061yload":{}}`, `{"type":1}`, `{"type":"a","type":"b"}`, " {\"type\" : \"x\" , \"payload\" : { \"a\" : [ 1 , 2 ] } } ",
 		"{\"type\":\"\xff\",\"payload\":{\"\xfe\":\"\x01\"}}", `{"type":"x","payload":{"a":"\ud800"}}`, `[{"type":"x"}]`,
@@ -36,6 +36,9 @@ func FuzzScanRolloutLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		if v, valid, std := isJSON(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || isJSON(string(line)) != v {
 			t.Fatalf("isJSON %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
+		}
+		if got, want := symbol(line), format.Symbol(line); got != want {
+			t.Fatalf("symbol %q, want %q", got, want)
 		}
 		text, valid := argumentsText(line)
 		if wantText, wantValid := format.ArgumentsText(line); !reflect.DeepEqual(text, wantText) || valid != wantValid {

@@ -23,7 +23,11 @@ type rollout struct {
 	pendingAgent int
 	// lastTotal is the raw total_token_usage of the last token_count that
 	// was applied; Codex repeats token_count events without a new call.
-	lastTotal            jsonx.RawMessage
+	lastTotal jsonx.RawMessage
+	// lastInfo is the info of the last token_count whose total is
+	// lastTotal: Codex repeats whole token_count infos, and one equal to it
+	// is skipped without being split again.
+	lastInfo             []byte
 	started, done, abort int64 // line of the last task_started / task_complete / turn_aborted
 	firstTS, lastTS      *time.Time
 	events               map[string]int
@@ -355,16 +359,22 @@ var tokenInfoKeys = []string{"total_token_usage", "last_token_usage"}
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
 func (ro *rollout) tokenCount(at loc, p object) {
+	raw := p.get("info")
+	if ro.lastInfo != nil && bytes.Equal(raw, ro.lastInfo) {
+		return
+	}
 	var info [2][]byte // total_token_usage, last_token_usage; no map for two members
-	if !format.Fields(p.get("info"), tokenInfoKeys, info[:]) {
+	if !format.Fields(raw, tokenInfoKeys, info[:]) {
 		return
 	}
 	total := info[0]
 	if ro.lastTotal != nil && bytes.Equal(total, ro.lastTotal) {
+		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 		return
 	}
 	if !format.IsNull(total) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
+		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 	}
 	u := format.ParseUsage(info[1])
 	if u.Empty() {

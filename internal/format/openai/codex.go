@@ -145,17 +145,42 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 // are not counted as steps (blank ones, say).
 const minStepLine = 96
 
+// typeWindow is how far into a line its "type" member is looked for: after
+// the timestamp, in the lines Codex writes.
+const typeWindow = 64
+
 // reserve sizes the step and tool-call slices for the lines already
 // buffered (all of most files): regrowing them one step at a time copied
 // the steps again and again, and the GC scanned every copy, a fifth of the
-// CPU time. A line is at most one step, and real rollouts have about a
-// third as many calls as lines (a call, its output, a token count).
+// CPU time. Lines whose type is seen near their start and is neither
+// response_item nor compacted (events, turn contexts: about a third of
+// the lines, whose reserved steps went unused) are not counted; any other
+// line is. Real rollouts have at most about half as many calls as steps.
 func (ro *rollout) reserve(br *bufio.Reader) {
 	buffered, _ := br.Peek(br.Buffered())
-	lines := bytes.Count(buffered, []byte{'\n'}) + 2 // the first line, and a last one without a newline
-	lines = min(lines, len(buffered)/minStepLine+2)
-	ro.b.sl.Steps = make([]model.Step, 0, lines)
-	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, lines/3)
+	steps := 2 // the first line, and a last one without a newline
+	for rest := buffered; len(rest) > 0; {
+		end := bytes.IndexByte(rest, '\n')
+		if end < 0 {
+			break
+		}
+		if end >= minStepLine && stepLine(rest[:min(end, typeWindow)]) {
+			steps++
+		}
+		rest = rest[end+1:]
+	}
+	ro.b.sl.Steps = make([]model.Step, 0, steps)
+	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, steps/2)
+}
+
+// stepLine reports whether the start of a line may be that of a step: its
+// type is not seen, or is response_item or compacted.
+func stepLine(start []byte) bool {
+	i := bytes.Index(start, []byte(`"type":"`))
+	if i < 0 || i+8 >= len(start) {
+		return true
+	}
+	return start[i+8] == 'r' || start[i+8] == 'c'
 }
 
 // room makes sure the next step and call fit, growing a full slice by what

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -79,7 +78,13 @@ func membersExtra(members []member, known []string, add *member) *string {
 	if len(keep) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(keep, func(a, b member) int { return strings.Compare(string(a.name), string(b.name)) })
+	// A stable insertion sort: items have a handful of members, and
+	// slices.SortStableFunc moved keep (and its func) to the heap.
+	for i := 1; i < len(keep); i++ {
+		for j := i; j > 0 && string(keep[j].name) < string(keep[j-1].name); j-- {
+			keep[j], keep[j-1] = keep[j-1], keep[j]
+		}
+	}
 	size := 2
 	for _, mb := range keep {
 		size += len(mb.name) + len(mb.val) + 4

@@ -42,10 +42,6 @@ type builder struct {
 	// toolDefs is the first <tools> schema found in a system or user turn,
 	// for the run's extra.
 	toolDefs []byte
-	// itemKeys are the member names of the item being mapped, in document
-	// order (repeats included), when the reader knows them (Codex): its
-	// extra is then built from them (format.ExtraNamed).
-	itemKeys []string
 }
 
 func newBuilder(layout string, l loc) *builder {
@@ -121,14 +117,6 @@ func (b *builder) answer(i int, link string, result *string, status, stepID stri
 	if tc.StepID != stepID {
 		tc.ResultStepID = model.Str(stepID)
 	}
-}
-
-// itemExtra is format.Extra(it, known...) of the item being mapped.
-func (b *builder) itemExtra(it map[string]jsonx.RawMessage, known ...string) *string {
-	if b.itemKeys == nil {
-		return format.Extra(it, known...)
-	}
-	return format.ExtraNamed(it, b.itemKeys, known)
 }
 
 // finish fills what is derived from the whole Storyline, then Finalize.

@@ -23,19 +23,21 @@ type rollout struct {
 	pendingAgent int
 	// lastTotal is the raw total_token_usage of the last token_count that
 	// was applied; Codex repeats token_count events without a new call.
-	lastTotal            jsonx.RawMessage
+	lastTotal jsonx.RawMessage
+	// lastInfo is the info of the last token_count whose total is
+	// lastTotal: Codex repeats whole token_count infos, and one equal to it
+	// is skipped without being split again.
+	lastInfo             []byte
 	started, done, abort int64 // line of the last task_started / task_complete / turn_aborted
 	firstTS, lastTS      *time.Time
 	events               map[string]int
 	sawMeta, sawTurnCtx  bool
 	metaExtra, turnExtra *string
-	// payload holds the current line's payload members. It is one map for
-	// all lines (nothing keeps a line's members past the line), which spares
-	// an allocation per line; members is the scanner's buffer for them.
-	// large takes the payloads of more than smallPayload members (turn
-	// contexts), so that payload stays a small map, cheap to clear and range.
-	payload, large map[string]jsonx.RawMessage
-	members        []member
+	// payload holds the members of a payload the scanner did not split: one
+	// map for all such lines (nothing keeps a line's members past the line);
+	// members is the scanner's buffer for the payloads it splits.
+	payload map[string]jsonx.RawMessage
+	members []member
 	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
 	// as written and as parsed.
 	tsRaw  []byte
@@ -49,10 +51,6 @@ type rollout struct {
 // payloadPointer is at.sub("payload") of a line, built once rather than
 // for every item.
 var payloadPointer = format.Pointer("payload")
-
-// smallPayload is the most members a Go map holds without growing into a
-// table, whose clear and range cost several times more.
-const smallPayload = 8
 
 // rolloutLine is the {timestamp, type, payload} envelope of every line.
 type rolloutLine struct {
@@ -119,7 +117,7 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		return emit(normalizeLegacyCodex(top, src))
 	}
 	ro := &rollout{b: newBuilder(layoutCodex, loc{}), pendingAgent: -1, events: map[string]int{},
-		payload: make(map[string]jsonx.RawMessage, smallPayload), large: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
+		payload: map[string]jsonx.RawMessage{}, read: int64(len(first)), size: src.Size}
 	ro.reserve(br)
 	ro.line(1, env)
 	err = format.EachLine(ctx, br, func(n int64, line []byte) error {
@@ -147,17 +145,42 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 // are not counted as steps (blank ones, say).
 const minStepLine = 96
 
+// typeWindow is how far into a line its "type" member is looked for: after
+// the timestamp, in the lines Codex writes.
+const typeWindow = 64
+
 // reserve sizes the step and tool-call slices for the lines already
 // buffered (all of most files): regrowing them one step at a time copied
 // the steps again and again, and the GC scanned every copy, a fifth of the
-// CPU time. A line is at most one step, and real rollouts have about a
-// third as many calls as lines (a call, its output, a token count).
+// CPU time. Lines whose type is seen near their start and is neither
+// response_item nor compacted (events, turn contexts: about a third of
+// the lines, whose reserved steps went unused) are not counted; any other
+// line is. Real rollouts have at most about half as many calls as steps.
 func (ro *rollout) reserve(br *bufio.Reader) {
 	buffered, _ := br.Peek(br.Buffered())
-	lines := bytes.Count(buffered, []byte{'\n'}) + 2 // the first line, and a last one without a newline
-	lines = min(lines, len(buffered)/minStepLine+2)
-	ro.b.sl.Steps = make([]model.Step, 0, lines)
-	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, lines/3)
+	steps := 2 // the first line, and a last one without a newline
+	for rest := buffered; len(rest) > 0; {
+		end := bytes.IndexByte(rest, '\n')
+		if end < 0 {
+			break
+		}
+		if end >= minStepLine && stepLine(rest[:min(end, typeWindow)]) {
+			steps++
+		}
+		rest = rest[end+1:]
+	}
+	ro.b.sl.Steps = make([]model.Step, 0, steps)
+	ro.b.sl.ToolCalls = make([]model.ToolCall, 0, steps/2)
+}
+
+// stepLine reports whether the start of a line may be that of a step: its
+// type is not seen, or is response_item or compacted.
+func stepLine(start []byte) bool {
+	i := bytes.Index(start, []byte(`"type":"`))
+	if i < 0 || i+8 >= len(start) {
+		return true
+	}
+	return start[i+8] == 'r' || start[i+8] == 'c'
 }
 
 // room makes sure the next step and call fit, growing a full slice by what
@@ -199,10 +222,66 @@ func (ro *rollout) time(raw []byte) *time.Time {
 		return ro.ts
 	}
 	ro.tsSeen, ro.tsRaw, ro.ts = true, append(ro.tsRaw[:0], raw...), nil
-	if t, ok := format.Time(raw); ok {
+	t, ok := utcTime(raw)
+	if !ok {
+		t, ok = format.Time(raw)
+	}
+	if ok {
 		ro.ts = model.Time(t)
 	}
 	return ro.ts
+}
+
+// utcLayout is the start of the timestamps Codex writes,
+// "2006-01-02T15:04:05.000Z": digits ('0') and separators.
+const utcLayout = `"0000-00-00T00:00:00`
+
+// utcTime parses a timestamp of the form Codex writes (with a fraction of
+// up to nine digits, or none) in place, as format.Time would: its string
+// and layout tries were most of a timestamp's cost. ok is false for any
+// other form, which format.Time then reads.
+func utcTime(raw []byte) (t time.Time, ok bool) {
+	n := len(raw)
+	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' {
+		return t, false
+	}
+	var f [7]int // f[1:] are year, month, day, hour, minute, second
+	field := 0
+	for i := 0; i < len(utcLayout); i++ {
+		c := raw[i]
+		switch {
+		case utcLayout[i] != '0':
+			if c != utcLayout[i] {
+				return t, false
+			}
+			field++
+		case '0' <= c && c <= '9':
+			f[field] = f[field]*10 + int(c-'0')
+		default:
+			return t, false
+		}
+	}
+	nsec := 0
+	if frac := raw[len(utcLayout) : n-2]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return t, false
+		}
+		for _, c := range frac[1:] {
+			if c < '0' || c > '9' {
+				return t, false
+			}
+			nsec = nsec*10 + int(c-'0')
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	// time.Date normalizes fields out of range, which parsing rejects.
+	if f[2] < 1 || f[2] > 12 || f[3] < 1 || f[4] > 23 || f[5] > 59 || f[6] > 59 {
+		return t, false
+	}
+	t = time.Date(f[1], time.Month(f[2]), f[3], f[4], f[5], f[6], nsec, time.UTC)
+	return t, t.Day() == f[3] // else the day is past the month's end
 }
 
 func (ro *rollout) line(n int64, env rolloutLine) {
@@ -214,25 +293,13 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		}
 		ro.lastTS = ts
 	}
-	p := ro.payload
-	if env.split {
-		if len(env.members) > smallPayload {
-			p = ro.large
-		}
-		clear(p)
-		keys := ro.b.itemKeys[:0]
-		for _, m := range env.members {
-			k := format.Symbol(m.key) // the member name, as SplitObjectInto decodes it
-			p[k] = m.val
-			keys = append(keys, k)
-		}
-		ro.b.itemKeys = keys
-	} else {
-		ro.b.itemKeys = nil
-		if !format.SplitObjectInto(p, env.Payload) { // the line was validated
+	p := object{members: env.members}
+	if !env.split {
+		if !format.SplitObjectInto(ro.payload, env.Payload) { // the line was validated
 			ro.b.warnAt(at, "payload is not an object; line skipped", "payload")
 			return
 		}
+		p = mapObject(ro.payload)
 	}
 	switch env.Type {
 	case "session_meta":
@@ -250,20 +317,21 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.room()
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
-			MessageValue: model.Str(format.String(p["message"])), Timestamp: ts,
-			Extra: ro.b.itemExtra(p, "message"),
+			MessageValue: model.Str(format.String(p.get("message"))), Timestamp: ts,
+			Extra: p.extra(nil, "message"),
 		})
 	default:
 		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")
 	}
 }
 
-func (ro *rollout) sessionMeta(at loc, p map[string]jsonx.RawMessage) {
+func (ro *rollout) sessionMeta(at loc, o object) {
 	if ro.sawMeta {
 		ro.b.warnAt(at, "another session_meta; only the first one is mapped")
 		return
 	}
 	ro.sawMeta = true
+	p := o.toMap() // once per file
 	run := &ro.b.sl.Run
 	if id := format.String(p["id"]); id != "" {
 		run.RunID, run.SessionID = id, id
@@ -279,8 +347,8 @@ func (ro *rollout) sessionMeta(at loc, p map[string]jsonx.RawMessage) {
 // turnContext sets the model for the following agent steps. Only the first
 // turn context's other settings are kept (in the run extra): later ones
 // mostly repeat them.
-func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
-	m := model.Str(format.String(p["model"]))
+func (ro *rollout) turnContext(p object) {
+	m := model.Str(format.String(p.get("model")))
 	if m != nil {
 		ro.model = m
 		if ro.b.sl.Run.AgentModelName == nil {
@@ -289,14 +357,14 @@ func (ro *rollout) turnContext(p map[string]jsonx.RawMessage) {
 	}
 	if !ro.sawTurnCtx {
 		ro.sawTurnCtx = true
-		ro.turnExtra = format.Extra(p, "model")
+		ro.turnExtra = format.Extra(p.toMap(), "model")
 	}
 }
 
 // event handles event_msg lines. user_message, agent_message and
 // agent_reasoning repeat response items and are only counted.
-func (ro *rollout) event(n int64, at loc, p map[string]jsonx.RawMessage) {
-	typ := format.Symbol(p["type"])
+func (ro *rollout) event(n int64, at loc, p object) {
+	typ := symbol(p.get("type"))
 	ro.events[typ]++
 	switch typ {
 	case "task_started":
@@ -315,17 +383,23 @@ var tokenInfoKeys = []string{"total_token_usage", "last_token_usage"}
 // tokenCount attributes a model call's usage (last_token_usage) to the
 // nearest preceding agent step that has none yet. A token_count whose
 // cumulative total did not move repeats the previous one and is skipped.
-func (ro *rollout) tokenCount(at loc, p map[string]jsonx.RawMessage) {
+func (ro *rollout) tokenCount(at loc, p object) {
+	raw := p.get("info")
+	if ro.lastInfo != nil && bytes.Equal(raw, ro.lastInfo) {
+		return
+	}
 	var info [2][]byte // total_token_usage, last_token_usage; no map for two members
-	if !format.Fields(p["info"], tokenInfoKeys, info[:]) {
+	if !format.Fields(raw, tokenInfoKeys, info[:]) {
 		return
 	}
 	total := info[0]
 	if ro.lastTotal != nil && bytes.Equal(total, ro.lastTotal) {
+		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 		return
 	}
 	if !format.IsNull(total) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
+		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 	}
 	u := format.ParseUsage(info[1])
 	if u.Empty() {

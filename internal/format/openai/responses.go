@@ -50,9 +50,9 @@ type itemStep struct {
 
 // item maps one Responses item to a step (and its tool call or result). It
 // returns whether the step is an agent step, i.e. output of a model call.
-func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
-	typ := format.Symbol(it["type"])
-	if typ == "" && it["role"] != nil {
+func (b *builder) item(it object, is itemStep) bool {
+	typ := symbol(it.get("type"))
+	if typ == "" && it.get("role") != nil {
 		return b.untypedMessage(it, is)
 	}
 	st := model.Step{StepID: is.id, Timestamp: is.ts}
@@ -75,7 +75,7 @@ func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
 		if typ == "" {
 			st.MessageKind = "unknown"
 		}
-		st.Extra = b.itemExtra(it, "type")
+		st.Extra = it.extra(nil, "type")
 	}
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
@@ -86,8 +86,8 @@ func (b *builder) item(it map[string]jsonx.RawMessage, is itemStep) bool {
 
 // untypedMessage maps an "easy" {role, content} message, which may carry
 // Chat Completions members (tool_calls, tool_call_id) as well.
-func (b *builder) untypedMessage(it map[string]jsonx.RawMessage, is itemStep) bool {
-	b.chatMessage(is.id, is.at, it)
+func (b *builder) untypedMessage(it object, is itemStep) bool {
+	b.chatMessage(is.id, is.at, it.toMap())
 	st := &b.sl.Steps[len(b.sl.Steps)-1]
 	if st.Timestamp == nil {
 		st.Timestamp = is.ts
@@ -99,18 +99,18 @@ func (b *builder) untypedMessage(it map[string]jsonx.RawMessage, is itemStep) bo
 	return agent
 }
 
-func (b *builder) itemMessage(st *model.Step, it map[string]jsonx.RawMessage, is itemStep) {
-	role := format.Symbol(it["role"])
+func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
+	role := symbol(it.get("role"))
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(is.at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
 	}
 	st.Source = source
-	text, kind, ok := content(it["content"])
+	text, kind, ok := content(it.get("content"))
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
-	if kind == format.KindMultimodal && isRefusalParts(it["content"]) {
+	if kind == format.KindMultimodal && isRefusalParts(it.get("content")) {
 		kind = kindRefusal
 	}
 	st.MessageKind = kind
@@ -118,87 +118,92 @@ func (b *builder) itemMessage(st *model.Step, it map[string]jsonx.RawMessage, is
 	if canonical {
 		known = append(known, "role")
 	}
-	st.Extra = b.itemExtra(it, known...)
+	st.Extra = it.extra(nil, known...)
 }
+
+// encryptedFlag is the extra member that says a reasoning item had
+// encrypted content.
+var encryptedFlag = member{name: []byte("encrypted_content"), val: []byte("true")}
 
 // itemReasoning keeps the readable summary (and reasoning text when
 // present); encrypted content is opaque, so only its presence is flagged.
-func (b *builder) itemReasoning(st *model.Step, it map[string]jsonx.RawMessage) {
+func (b *builder) itemReasoning(st *model.Step, it object) {
 	st.Source, st.MessageKind = model.SourceAgent, kindReasoning
 	var texts []string
 	for _, key := range []string{"summary", "content"} {
-		if t, _, ok := content(it[key]); ok && t != "" {
+		if t, _, ok := content(it.get(key)); ok && t != "" {
 			texts = append(texts, t)
 		}
 	}
 	if len(texts) > 0 {
 		st.Reasoning = model.Str(strings.Join(texts, "\n"))
 	}
-	st.Extra = b.itemExtra(it, "type", "summary", "content", "encrypted_content")
-	if !format.IsNull(it["encrypted_content"]) {
-		st.Extra = format.MergeExtra(st.Extra, "encrypted_content", jsonx.RawMessage("true"))
+	var flag *member
+	if !format.IsNull(it.get("encrypted_content")) {
+		flag = &encryptedFlag
 	}
+	st.Extra = it.extra(flag, "type", "summary", "content", "encrypted_content")
 }
 
-func (b *builder) itemCall(st *model.Step, typ string, it map[string]jsonx.RawMessage, is itemStep) {
+func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
 	argKey := deferredCalls[typ]
-	name := format.Symbol(it["name"])
+	name := format.Symbol(it.get("name"))
 	if name == "" {
 		name = strings.TrimSuffix(typ, "_call")
 	}
-	callID := format.String(it["call_id"])
+	callID := format.String(it.get("call_id"))
 	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: name}
-	tc.Arguments, tc.ArgumentsValid = b.arguments(it[argKey], is.at, argKey)
+	tc.Arguments, tc.ArgumentsValid = b.arguments(it.get(argKey), is.at, argKey)
 	known := []string{"call_id", "name", argKey}
 	if typ == "function_call" {
 		known = append(known, "type")
 	}
-	tc.Extra = b.itemExtra(it, known...)
+	tc.Extra = it.extra(nil, known...)
 	b.addCall(tc, callID)
 }
 
-func (b *builder) itemOutput(st *model.Step, it map[string]jsonx.RawMessage, is itemStep) {
+func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 	st.Source = model.SourceTool
-	text, kind, ok := content(it["output"])
+	text, kind, ok := content(it.get("output"))
 	st.MessageKind = kind
 	result := model.StrAlways(text)
 	if ok {
 		st.MessageValue = result
 	}
-	st.Extra = b.itemExtra(it, "output")
-	if !b.resolve(format.String(it["call_id"]), model.LinkByID, result, model.ResultOK, st.StepID) {
+	st.Extra = it.extra(nil, "output")
+	if !b.resolve(format.String(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
 		b.warnAt(is.at, "output matches no unanswered call", "call_id")
 	}
 }
 
 // itemHosted maps a hosted tool item, which holds its own result.
-func (b *builder) itemHosted(st *model.Step, typ string, it map[string]jsonx.RawMessage) {
+func (b *builder) itemHosted(st *model.Step, typ string, it object) {
 	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
 	keys := hostedCalls[typ]
 	name := strings.TrimSuffix(typ, "_call")
-	if n := format.String(it["name"]); n != "" {
+	if n := format.String(it.get("name")); n != "" {
 		name = n
 	}
-	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it["id"]), FunctionName: name, ResultLink: model.LinkInline}
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(it.get("id")), FunctionName: name, ResultLink: model.LinkInline}
 	known := []string{"type", "id", "name"}
 	if keys[0] != "" {
-		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(it[keys[0]])
+		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(it.get(keys[0]))
 		known = append(known, keys[0])
 	}
 	known = append(known, keys[1])
-	if text, _, ok := content(it[keys[1]]); ok {
+	if text, _, ok := content(it.get(keys[1])); ok {
 		tc.Result = model.StrAlways(text)
 	}
 	tc.ResultStatus = model.ResultOK
-	switch format.String(it["status"]) {
+	switch format.String(it.get("status")) {
 	case "failed", "incomplete":
 		tc.ResultStatus = model.ResultError
 	}
-	if !format.IsNull(it["error"]) {
+	if !format.IsNull(it.get("error")) {
 		tc.ResultStatus = model.ResultError
 	}
-	tc.Extra = b.itemExtra(it, known...)
+	tc.Extra = it.extra(nil, known...)
 	b.addCall(tc, "")
 }
 
@@ -232,7 +237,7 @@ func normalizeResponses(ctx context.Context, r io.Reader, src format.Source, emi
 			if err != nil {
 				return elementError(src, loc{line: n}, err)
 			}
-			b.item(it, itemStep{id: strconv.FormatInt(n, 10), at: loc{line: n}})
+			b.item(mapObject(it), itemStep{id: strconv.FormatInt(n, 10), at: loc{line: n}})
 			return nil
 		})
 		if err != nil {
@@ -249,7 +254,7 @@ func (b *builder) items(items []map[string]jsonx.RawMessage, at loc, modelName *
 			b.warnAt(at, "item is not an object; skipped", i)
 			continue
 		}
-		b.item(it, itemStep{id: strconv.Itoa(i), at: at.elem(i), model: modelName})
+		b.item(mapObject(it), itemStep{id: strconv.Itoa(i), at: at.elem(i), model: modelName})
 	}
 }
 
@@ -257,7 +262,7 @@ func (b *builder) items(items []map[string]jsonx.RawMessage, at loc, modelName *
 // items become the steps and whose usage goes to the last agent step.
 func (b *builder) responseDocument(top map[string]jsonx.RawMessage) {
 	if format.String(top["object"]) != "response" {
-		b.item(top, itemStep{id: "0"})
+		b.item(mapObject(top), itemStep{id: "0"})
 		return
 	}
 	run := &b.sl.Run

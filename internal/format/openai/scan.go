@@ -3,8 +3,6 @@ package openai
 import (
 	"encoding/binary"
 	"math/bits"
-
-	"github.com/pchronicle/pchronicle/internal/format"
 )
 
 // This file validates a rollout line and splits its envelope and payload in
@@ -15,9 +13,9 @@ import (
 // that have escaped envelope names; such a line takes the general path, so
 // results and errors are those of that path whatever the input.
 
-// member is one member of a JSON object: its name as written (a JSON
-// string) and its value, both aliasing the line.
-type member struct{ key, val []byte }
+// member is one member of a JSON object: its name, decoded (memberName),
+// and its value, both aliasing the line unless the name has escapes.
+type member struct{ name, val []byte }
 
 // text is what the scanner reads: a line, or a string decoded from one.
 type text interface{ ~string | ~[]byte }
@@ -108,7 +106,7 @@ func scanRolloutLine(line []byte, members []member) (env rolloutLine, out []memb
 	if skipWS(b, i) != len(b) || typ == nil {
 		return env, out, false, false
 	}
-	env.Type = format.Symbol(typ)
+	env.Type = symbol(typ)
 	return env, out, payloadObject, true
 }
 
@@ -136,7 +134,7 @@ func scanMembers(b []byte, i int, out []member) (int, []member, bool) {
 		if i, ok = scanValue(b, i, 2); !ok {
 			return i, out, false
 		}
-		out = append(out, member{key: key, val: b[vstart:i]})
+		out = append(out, member{name: memberName(key), val: b[vstart:i]})
 		if i = skipWS(b, i); i < len(b) && b[i] == ',' {
 			i = skipWS(b, i+1)
 			continue

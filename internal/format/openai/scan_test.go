@@ -15,15 +15,16 @@ import (
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
 // isJSON is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
-// decodeEnvelope and SplitObject give, with format.ExtraNamed their Extra.
-// argumentsText is ArgumentsText, and textArray Content.
+// decodeEnvelope and SplitObject give, with format.ExtraNamed and the
+// member list's get and extra (with a flag merged) what the map gives.
+// argumentsText is ArgumentsText, symbol Symbol, and textArray Content.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
 			f.Add(line)
 		}
 	}
-	for _, s := range []string{`{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
+	for _, s := range []string{`"response_item"`, `"user"`, `{"type":"x","payload":{"a":1,"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+3}}`,
 		`{"type":"x","payload":[],"payload":{"k":true}}`, `{"type":"x","payload":{"k":null},"payload":7}`,
 		`{"type":"x","p\u0061yload":{}}`, `{"type":1}`, `{"type":"a","type":"b"}`, " {\"type\" : \"x\" , \"payload\" : { \"a\" : [ 1 , 2 ] } } ",
 		"{\"type\":\"\xff\",\"payload\":{\"\xfe\":\"\x01\"}}", `{"type":"x","payload":{"a":"\ud800"}}`, `[{"type":"x"}]`,
@@ -36,6 +37,9 @@ func FuzzScanRolloutLine(f *testing.F) {
 		if v, valid, std := isJSON(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || isJSON(string(line)) != v {
 			t.Fatalf("isJSON %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
 		}
+		if got, want := symbol(line), format.Symbol(line); got != want {
+			t.Fatalf("symbol %q, want %q", got, want)
+		}
 		text, valid := argumentsText(line)
 		if wantText, wantValid := format.ArgumentsText(line); !reflect.DeepEqual(text, wantText) || valid != wantValid {
 			t.Fatalf("argumentsText %v %v, want %v %v", text, valid, wantText, wantValid)
@@ -46,7 +50,7 @@ func FuzzScanRolloutLine(f *testing.F) {
 			}
 		}
 		line = bytes.TrimSpace(line)
-		env, members, object, ok := scanRolloutLine(line, nil)
+		env, members, isObject, ok := scanRolloutLine(line, nil)
 		if !ok {
 			return
 		}
@@ -58,21 +62,36 @@ func FuzzScanRolloutLine(f *testing.F) {
 			t.Fatalf("envelope %q %q %q, want %q %q %q", env.Timestamp, env.Type, env.Payload, want.Timestamp, want.Type, want.Payload)
 		}
 		split := format.SplitObject(want.Payload)
-		if object != (split != nil) {
-			t.Fatalf("payload object %v, SplitObject %v", object, split != nil)
+		if isObject != (split != nil) {
+			t.Fatalf("payload object %v, SplitObject %v", isObject, split != nil)
 		}
 		got := map[string]jsonx.RawMessage{}
 		var names []string
 		for _, m := range members {
-			got[format.Symbol(m.key)] = m.val
-			names = append(names, format.Symbol(m.key))
+			got[string(m.name)] = m.val
+			names = append(names, string(m.name))
 		}
-		for _, known := range [][]string{nil, {"type", "output"}} {
-			if e, want := format.ExtraNamed(got, names, known), format.Extra(got, known...); !reflect.DeepEqual(e, want) {
+		o := object{members: members}
+		flag := &member{name: []byte("b"), val: []byte("true")}
+		for _, known := range [][]string{nil, {"type", "output"}, {"a", "b"}} {
+			want := format.Extra(got, known...)
+			if e := format.ExtraNamed(got, names, known); !reflect.DeepEqual(e, want) {
 				t.Fatalf("ExtraNamed %v, want %v", model.Deref(e), model.Deref(want))
 			}
+			if e := o.extra(nil, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("members extra %v, want %v", model.Deref(e), model.Deref(want))
+			}
+			want = format.MergeExtra(want, "b", flag.val)
+			if e := o.extra(flag, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("members extra with b %v, want %v", model.Deref(e), model.Deref(want))
+			}
 		}
-		if object && len(got) != len(split) {
+		for k, v := range got {
+			if !bytes.Equal(o.get(k), v) {
+				t.Fatalf("get(%q) = %q, want %q", k, o.get(k), v)
+			}
+		}
+		if isObject && len(got) != len(split) {
 			t.Fatalf("members %q, want %q", got, split)
 		}
 		for k, v := range split {
@@ -86,4 +105,26 @@ func FuzzScanRolloutLine(f *testing.F) {
 // depth bounds the nesting of data by its count of openers.
 func depth(data []byte) int {
 	return strings.Count(string(data), "[") + strings.Count(string(data), "{")
+}
+
+// FuzzUTCTime checks the in-place timestamp parser against format.Time on
+// the inputs it accepts.
+func FuzzUTCTime(f *testing.F) {
+	for _, s := range []string{`"2026-02-23T11:41:32.787Z"`, `"2026-02-23T11:41:32Z"`, `"2024-02-29T23:59:59.123456789Z"`,
+		`"2023-02-29T00:00:00Z"`, `"0000-01-01T00:00:00Z"`, `"0001-01-01T00:00:00Z"`, `"2026-13-01T00:00:00Z"`,
+		`"2026-04-31T24:00:00.Z"`, `"2026-02-23T11:41:60.1234567890Z"`, `"2026-02-23 11:41:32Z"`, `"2026-02-23T11:41:32+01:00"`} {
+		f.Add([]byte(s))
+	}
+	if _, ok := utcTime([]byte(`"2026-02-23T11:41:32.787Z"`)); !ok {
+		f.Fatal("utcTime rejects the form Codex writes")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := utcTime(raw)
+		if !ok {
+			return
+		}
+		if want, wantOK := format.Time(raw); !wantOK || !got.Equal(want) || !reflect.DeepEqual(model.Time(got), model.Time(want)) {
+			t.Fatalf("utcTime %v, format.Time %v %v", got, want, wantOK)
+		}
+	})
 }

@@ -72,3 +72,20 @@ func checkQuoted(t *testing.T, s string) {
 		t.Fatalf("AppendQuoted(%q) = %q, Marshal %q", s, got[1:], want)
 	}
 }
+
+// FuzzIsValid: the one-pass scanner accepts exactly what Valid and
+// encoding/json accept, from bytes and from a string alike.
+func FuzzIsValid(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"a":[1,-0.5e+3,true,null,"\u00e9\n"]}`, `[1,]`, `01`, `"\x01"`, `{"a" 1}`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, want := IsValid(b), json.Valid(b)
+		if got != want || Valid(b) != want || IsValid(string(b)) != want {
+			t.Fatalf("IsValid %v, Valid %v, encoding/json %v", got, Valid(b), want)
+		}
+	})
+}

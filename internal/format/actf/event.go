@@ -432,19 +432,19 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 // ASCII, which an unescaped name matches only as its bytes); an object
 // with an escaped name goes to format.Fields.
 func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
-	i := skipWS(raw, 0)
+	i := jsonx.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	for i = skipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
+	for i = jsonx.SkipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
 		start := i
-		end, ok := scanString(raw, i)
+		end, ok := jsonx.ScanString(raw, i)
 		if !ok || bytes.IndexByte(raw[start:end], '\\') >= 0 {
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
-		vstart := skipWS(raw, skipWS(raw, end)+1) // after the ':'
-		if i, ok = scanValue(raw, vstart, 0); !ok {
+		vstart := jsonx.SkipWS(raw, jsonx.SkipWS(raw, end)+1) // after the ':'
+		if i, ok = jsonx.ScanValue(raw, vstart, 0); !ok {
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
@@ -455,8 +455,8 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 				break
 			}
 		}
-		if i = skipWS(raw, i); i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
+		if i = jsonx.SkipWS(raw, i); i < len(raw) && raw[i] == ',' {
+			i = jsonx.SkipWS(raw, i+1)
 		}
 	}
 	return true

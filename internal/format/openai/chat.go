@@ -232,7 +232,7 @@ var textPartKeys = []string{"type", "text"}
 // was most of the cost of message and reasoning content. ok is false when
 // raw is not valid JSON or not all text parts, which Content then maps.
 func textArray(raw []byte) (string, bool) {
-	if !isJSON(raw) {
+	if !jsonx.IsValid(raw) {
 		return "", false
 	}
 	elems, isArray := format.SplitArray(raw)
@@ -492,7 +492,7 @@ func argumentsText(raw jsonx.RawMessage) (*string, bool) {
 		return format.ArgumentsText(raw)
 	}
 	s := format.String(raw)
-	return &s, isJSON(s)
+	return &s, jsonx.IsValid(s)
 }
 
 // chatResult links a tool/function message to the call it answers.

@@ -13,7 +13,7 @@ import (
 )
 
 // FuzzScanRolloutLine checks the one-pass scanner against the general path:
-// isJSON is jsonx.Valid and encoding/json's Valid, and a line the
+// jsonx.IsValid is jsonx.Valid and encoding/json's Valid, and a line the
 // scanner accepts is valid JSON whose envelope and payload members are what
 // decodeEnvelope and SplitObject give, with format.ExtraNamed and the
 // member list's get and extra (with a flag merged) what the map gives.
@@ -34,8 +34,8 @@ func FuzzScanRolloutLine(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if v, valid, std := isJSON(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || isJSON(string(line)) != v {
-			t.Fatalf("isJSON %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
+		if v, valid, std := jsonx.IsValid(line), jsonx.Valid(line), json.Valid(line); v != valid || v != std || jsonx.IsValid(string(line)) != v {
+			t.Fatalf("jsonx.IsValid %v, jsonx.Valid %v, json.Valid %v", v, valid, std)
 		}
 		if got, want := symbol(line), format.Symbol(line); got != want {
 			t.Fatalf("symbol %q, want %q", got, want)

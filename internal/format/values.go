@@ -103,6 +103,13 @@ func Bool(raw json.RawMessage) (bool, bool) {
 // The result is UTC.
 func Time(raw json.RawMessage) (time.Time, bool) {
 	raw = bytes.TrimSpace(raw)
+	if t, ok := utcTime(raw); ok {
+		return t, true
+	}
+	return timeOf(raw)
+}
+
+func timeOf(raw json.RawMessage) (time.Time, bool) {
 	if IsNull(raw) {
 		return time.Time{}, false
 	}
@@ -114,6 +121,58 @@ func Time(raw json.RawMessage) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return EpochTime(f)
+}
+
+// utcLayout is the start of the usual timestamp form (Codex, ATOF, Claude
+// Code write it: "2006-01-02T15:04:05.000Z"): digits ('0') and separators.
+const utcLayout = `"0000-00-00T00:00:00`
+
+// utcTime parses a timestamp of the usual form (with a fraction of up to
+// nine digits, or none) in place, as ParseTimeString would: the string and
+// its layout tries were most of a timestamp's cost in the adapters'
+// profiles. ok is false for any other form, which Time reads the slow way.
+func utcTime(raw []byte) (t time.Time, ok bool) {
+	n := len(raw)
+	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' {
+		return t, false
+	}
+	var f [7]int // f[1:] are year, month, day, hour, minute, second
+	field := 0
+	for i := 0; i < len(utcLayout); i++ {
+		c := raw[i]
+		switch {
+		case utcLayout[i] != '0':
+			if c != utcLayout[i] {
+				return t, false
+			}
+			field++
+		case '0' <= c && c <= '9':
+			f[field] = f[field]*10 + int(c-'0')
+		default:
+			return t, false
+		}
+	}
+	nsec := 0
+	if frac := raw[len(utcLayout) : n-2]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return t, false
+		}
+		for _, c := range frac[1:] {
+			if c < '0' || c > '9' {
+				return t, false
+			}
+			nsec = nsec*10 + int(c-'0')
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	// time.Date normalizes fields out of range, which parsing rejects.
+	if f[2] < 1 || f[2] > 12 || f[3] < 1 || f[4] > 23 || f[5] > 59 || f[6] > 59 {
+		return t, false
+	}
+	t = time.Date(f[1], time.Month(f[2]), f[3], f[4], f[5], f[6], nsec, time.UTC)
+	return t, t.Day() == f[3] // else the day is past the month's end
 }
 
 // EpochTime converts an epoch number whose unit is chosen by magnitude.

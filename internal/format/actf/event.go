@@ -190,7 +190,7 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 		parentUUID: scopeID(obj[fParentUUID], scopes),
 		name:       format.Symbol(obj[fName]),
 	}
-	if t, ok := timestamp(obj[fTimestamp]); ok {
+	if t, ok := format.Time(obj[fTimestamp]); ok {
 		e.ts = &t
 	}
 	e.phase = phaseOf(symbol(obj[fKind]), symbol(obj[fScopeCategory]))
@@ -235,68 +235,6 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 	}
 	e.hasLeftover = rest || dataRest && !e.fromData
 	return e, nil
-}
-
-// timestamp is format.Time, with the usual UTC form
-// (2006-01-02T15:04:05[.fraction]Z) read without a string and the layout
-// search (a large share of decoding a line): it is the time time.Parse
-// gives for it; anything else goes to format.Time.
-func timestamp(raw []byte) (time.Time, bool) {
-	if t, ok := parseUTC(raw); ok {
-		return t, true
-	}
-	return format.Time(raw)
-}
-
-func parseUTC(raw []byte) (time.Time, bool) {
-	n := len(raw)
-	if n < 22 || raw[0] != '"' || raw[n-1] != '"' || raw[n-2] != 'Z' {
-		return time.Time{}, false
-	}
-	s := raw[1 : n-2]
-	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return time.Time{}, false
-	}
-	year, ok1 := digits(s[0:4])
-	month, ok2 := digits(s[5:7])
-	day, ok3 := digits(s[8:10])
-	hour, ok4 := digits(s[11:13])
-	minute, ok5 := digits(s[14:16])
-	sec, ok6 := digits(s[17:19])
-	nsec, ok7 := 0, true
-	if frac := s[19:]; len(frac) > 0 {
-		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
-			return time.Time{}, false
-		}
-		nsec, ok7 = digits(frac[1:])
-		for range 10 - len(frac) {
-			nsec *= 10
-		}
-	}
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || year < 1 || month < 1 || month > 12 ||
-		day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, false
-	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC).UTC(), true
-}
-
-// digits is the decimal number b, all of whose bytes are digits.
-func digits(b []byte) (int, bool) {
-	v := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v, true
-}
-
-func daysIn(month, year int) int {
-	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-		return 29
-	}
-	return [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month-1]
 }
 
 // scopeID is format.String for a uuid member, reusing the string of a

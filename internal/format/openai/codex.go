@@ -222,66 +222,10 @@ func (ro *rollout) time(raw []byte) *time.Time {
 		return ro.ts
 	}
 	ro.tsSeen, ro.tsRaw, ro.ts = true, append(ro.tsRaw[:0], raw...), nil
-	t, ok := utcTime(raw)
-	if !ok {
-		t, ok = format.Time(raw)
-	}
-	if ok {
+	if t, ok := format.Time(raw); ok {
 		ro.ts = model.Time(t)
 	}
 	return ro.ts
-}
-
-// utcLayout is the start of the timestamps Codex writes,
-// "2006-01-02T15:04:05.000Z": digits ('0') and separators.
-const utcLayout = `"0000-00-00T00:00:00`
-
-// utcTime parses a timestamp of the form Codex writes (with a fraction of
-// up to nine digits, or none) in place, as format.Time would: its string
-// and layout tries were most of a timestamp's cost. ok is false for any
-// other form, which format.Time then reads.
-func utcTime(raw []byte) (t time.Time, ok bool) {
-	n := len(raw)
-	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' {
-		return t, false
-	}
-	var f [7]int // f[1:] are year, month, day, hour, minute, second
-	field := 0
-	for i := 0; i < len(utcLayout); i++ {
-		c := raw[i]
-		switch {
-		case utcLayout[i] != '0':
-			if c != utcLayout[i] {
-				return t, false
-			}
-			field++
-		case '0' <= c && c <= '9':
-			f[field] = f[field]*10 + int(c-'0')
-		default:
-			return t, false
-		}
-	}
-	nsec := 0
-	if frac := raw[len(utcLayout) : n-2]; len(frac) > 0 {
-		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
-			return t, false
-		}
-		for _, c := range frac[1:] {
-			if c < '0' || c > '9' {
-				return t, false
-			}
-			nsec = nsec*10 + int(c-'0')
-		}
-		for range 10 - len(frac) {
-			nsec *= 10
-		}
-	}
-	// time.Date normalizes fields out of range, which parsing rejects.
-	if f[2] < 1 || f[2] > 12 || f[3] < 1 || f[4] > 23 || f[5] > 59 || f[6] > 59 {
-		return t, false
-	}
-	t = time.Date(f[1], time.Month(f[2]), f[3], f[4], f[5], f[6], nsec, time.UTC)
-	return t, t.Day() == f[3] // else the day is past the month's end
 }
 
 func (ro *rollout) line(n int64, env rolloutLine) {

@@ -80,7 +80,7 @@ func SplitObjectInto(m map[string]jsonx.RawMessage, raw []byte) bool {
 // it, without a string per member: its bytes between the quotes, decoded
 // only when escaped (or not valid UTF-8).
 func EachMemberName(raw []byte, fn func(name, val []byte)) bool {
-	return eachMember(raw, func(key, val []byte) { fn(memberName(key), val) })
+	return eachMember(raw, func(key, val []byte) { fn(MemberName(key), val) })
 }
 
 // Fields looks the members named keys up in the valid JSON value raw
@@ -98,14 +98,25 @@ func Fields(raw []byte, keys []string, vals [][]byte) bool {
 	})
 }
 
-// memberName is the member name key (a JSON string) as memberKey decodes
-// it; a name without escapes or invalid UTF-8 (which decodes to U+FFFD)
-// is its bytes, without a copy.
-func memberName(key []byte) []byte {
-	if n := len(key); n >= 2 && bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key[1:n-1]) {
-		return key[1 : n-1]
+// MemberName is the member name key (a JSON string, quotes included) as
+// memberKey decodes it; a name without escapes or invalid UTF-8 (which
+// decodes to U+FFFD) is its bytes, without a copy. ASCII names, nearly all
+// of them, are checked in one pass.
+func MemberName(key []byte) []byte {
+	n := len(key)
+	if n < 2 {
+		return []byte(String(key))
 	}
-	return []byte(String(key))
+	body := key[1 : n-1]
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+				return body
+			}
+			return []byte(String(key))
+		}
+	}
+	return body
 }
 
 // EachMember calls fn for every member of the valid JSON value raw, in

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -116,22 +115,6 @@ func isKnown(known []string, name []byte) bool {
 		}
 	}
 	return false
-}
-
-// memberName decodes a member name (a JSON string) as format.Symbol does,
-// without a copy when it has no escapes (nor invalid UTF-8, which decodes
-// to U+FFFD). ASCII names are checked in one pass.
-func memberName(key []byte) []byte {
-	body := key[1 : len(key)-1]
-	for _, c := range body {
-		if c == '\\' || c >= utf8.RuneSelf {
-			if !hasByte(body, '\\') && utf8.Valid(body) {
-				return body
-			}
-			return []byte(format.String(key))
-		}
-	}
-	return body
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with

@@ -1,6 +1,9 @@
 package openai
 
-import "github.com/pchronicle/pchronicle/internal/jsonx"
+import (
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+)
 
 // This file validates a rollout line and splits its envelope and payload in
 // one pass. Validating (jsonx.Valid), then finding the envelope's members,
@@ -10,7 +13,7 @@ import "github.com/pchronicle/pchronicle/internal/jsonx"
 // that have escaped envelope names; such a line takes the general path, so
 // results and errors are those of that path whatever the input.
 
-// member is one member of a JSON object: its name, decoded (memberName),
+// member is one member of a JSON object: its name, decoded (format.MemberName),
 // and its value, both aliasing the line unless the name has escapes.
 type member struct{ name, val []byte }
 
@@ -117,7 +120,7 @@ func scanMembers(b []byte, i int, out []member) (int, []member, bool) {
 		if i, ok = jsonx.ScanValue(b, i, 2); !ok {
 			return i, out, false
 		}
-		out = append(out, member{name: memberName(key), val: b[vstart:i]})
+		out = append(out, member{name: format.MemberName(key), val: b[vstart:i]})
 		if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
 			i = jsonx.SkipWS(b, i+1)
 			continue

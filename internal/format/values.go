@@ -467,13 +467,21 @@ func ArgumentsText(raw json.RawMessage) (text *string, valid bool) {
 	if IsNull(raw) {
 		return nil, false
 	}
+	if raw[0] != '"' {
+		if c, ok := jsonx.Compact(raw); ok { // compact valid JSON is valid: no second check
+			s := string(c)
+			return &s, true
+		}
+	}
 	var s string
 	if raw[0] == '"' {
 		s = String(raw)
 	} else {
 		s = string(compact(raw))
 	}
-	return &s, json.Valid([]byte(s))
+	// The scanner, not encoding/json's Valid, which reads a byte at a time
+	// and allocates its error for text that is not JSON (most strings).
+	return &s, jsonx.IsValid(s)
 }
 
 // Pointer builds a JSON pointer (RFC 6901) from path parts.

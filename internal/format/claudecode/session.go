@@ -577,8 +577,7 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[strin
 
 // argumentsText is format.ArgumentsText for input from a validated line:
 // an input that is neither null nor a string (an object, as Claude Code
-// writes it) is valid, so its compact text is not validated again (twice,
-// the second time by encoding/json, a tenth of the profile).
+// writes it) is valid, so it is compacted without validating it again.
 func argumentsText(raw []byte) (*string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if format.IsNull(raw) || raw[0] == '"' {

@@ -473,26 +473,13 @@ func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at 
 // JSON string was encoded twice: it stays raw (it is valid JSON), with a
 // warning.
 func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string, bool) {
-	text, valid := argumentsText(raw)
+	text, valid := format.ArgumentsText(raw)
 	if valid && text != nil {
 		if t := strings.TrimSpace(*text); len(t) > 0 && t[0] == '"' {
 			b.warnAt(at, "arguments are double-encoded JSON (a JSON string holding JSON); kept raw", parts...)
 		}
 	}
 	return text, valid
-}
-
-// argumentsText is format.ArgumentsText, with the JSON check of a string's
-// text done by the scanner: encoding/json's Valid reads a byte at a time and
-// allocates its error for text that is not JSON, a twentieth of the Codex
-// profile.
-func argumentsText(raw jsonx.RawMessage) (*string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return format.ArgumentsText(raw)
-	}
-	s := format.String(raw)
-	return &s, jsonx.IsValid(s)
 }
 
 // chatResult links a tool/function message to the call it answers.

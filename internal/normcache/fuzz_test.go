@@ -11,12 +11,12 @@ import (
 // it accepts is a manifest a lookup can rely on — it encodes to a
 // manifest that decodes and encodes to the same bytes.
 func FuzzManifest(f *testing.F) {
-	f.Add([]byte(`{"layout":1,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"000102030405060708090a0b0c0d0e0f","file":"a.jsonl","format":"openai"}],` +
-		`"owners":["a.jsonl"],"files":[{"relation":"runs","bytes":10,"blake3":"` + digest([]byte("x")) + `"}]}`))
-	f.Add([]byte(`{"layout":1,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"000102030405060708090a0b0c0d0e0f","file":"c.json","format":"","warnings":["c.json: unrecognized"],"no_rows":true}],"owners":[],"files":[]}`))
-	f.Add([]byte(`{"layout":1,"members":[],"owners":null,"files":null}`))
-	f.Add([]byte(`{"layout":2}`))
-	f.Add([]byte(`{"layout":1,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"zz"}],"extra":1}`))
+	f.Add([]byte(`{"layout":2,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"000102030405060708090a0b0c0d0e0f","file":"a.jsonl","format":"openai"}],` +
+		`"owners":["a.jsonl"],"files":[{"relation":"runs","bytes":10,"xxh3":"` + digest([]byte("x"))[:32] + `"}]}`))
+	f.Add([]byte(`{"layout":2,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"000102030405060708090a0b0c0d0e0f","file":"c.json","format":"","warnings":["c.json: unrecognized"],"no_rows":true}],"owners":[],"files":[]}`))
+	f.Add([]byte(`{"layout":2,"members":[],"owners":null,"files":null}`))
+	f.Add([]byte(`{"layout":1}`))
+	f.Add([]byte(`{"layout":2,"created_at":"2026-03-01T12:00:00Z","members":[{"key":"zz"}],"extra":1}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := decodeManifest(data)

@@ -8,7 +8,7 @@
 //     used only when all of that is identical;
 //   - an entry is published whole (a staging directory renamed into place)
 //     and is immutable afterwards; its manifest lists every file with its
-//     size and BLAKE3 digest, and its name is the digest of the manifest,
+//     size and checksum, and its name is the digest of the manifest,
 //     so a lookup verifies everything it serves and removes a bad entry
 //     instead (nothing is fsynced: a crash costs a rebuild, never a wrong
 //     row);

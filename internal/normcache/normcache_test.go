@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -373,5 +374,57 @@ func TestOpenSharesTheCacheOfADirectory(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, layoutDir)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("layout directory: %v %v", fi, err)
+	}
+}
+
+// TestChecksumCoversEverySegment: a file is checksummed in segments on
+// several CPUs; damage anywhere, segments in another order, or a cut at a
+// segment boundary each change what verification compares, while a copy
+// of the same bytes gives the same checksum.
+func TestChecksumCoversEverySegment(t *testing.T) {
+	orig := make([]byte, 2*checksumSegment+checksumSegment/2)
+	for i := range orig {
+		orig[i] = byte(i * 7 / 5)
+	}
+	segment := func(b []byte, i int) []byte { return b[i*checksumSegment : min(len(b), (i+1)*checksumSegment)] }
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flip := func(at int) []byte {
+		b := bytes.Clone(orig)
+		b[at] ^= 0x40
+		return b
+	}
+	// The first two segments exchanged (they are of equal size).
+	swapped := slices.Concat(segment(orig, 1), segment(orig, 0), segment(orig, 2))
+	for _, tt := range []struct {
+		name string
+		body []byte
+		same bool
+	}{
+		{"copy", bytes.Clone(orig), true},
+		{"first byte", flip(0), false},
+		{"last byte of a segment", flip(checksumSegment - 1), false},
+		{"in the last, short segment", flip(len(orig) - 1), false},
+		{"segments exchanged", swapped, false},
+		{"cut at a segment boundary", orig[:2*checksumSegment], false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sums, sizes, err := checksumFiles([]string{write("orig", orig), write("other", tt.body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sizes[0] != int64(len(orig)) || sizes[1] != int64(len(tt.body)) {
+				t.Fatalf("sizes %v, want %d and %d", sizes, len(orig), len(tt.body))
+			}
+			if same := sums[0] == sums[1] && sizes[0] == sizes[1]; same != tt.same {
+				t.Fatalf("verification would find them the same: %v, want %v (%s vs %s)", same, tt.same, sums[0], sums[1])
+			}
+		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/model"
-	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -36,17 +35,11 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	defer snap.batchMu.Unlock()
 	// Claim the unresolved cells; holding their locks makes concurrent
 	// Resolve calls for them wait for this batch (single flight).
-	type claim struct {
-		s         *Source
-		held      []int
-		missing   []string        // relations to normalize
-		keys      []normcache.Key // their cache keys
-		cacheable bool
-	}
-	var claimed []claim
+	var claimed []cacheClaim // the relations to normalize, after the cache
+	var held [][]int         // the cells each claim holds
 	defer func() {
-		for _, c := range claimed {
-			c.s.relations.unlock(c.held)
+		for i, c := range claimed {
+			c.s.relations.unlock(held[i])
 		}
 	}()
 	groups := map[string][]int{} // requested relations → claimed sources
@@ -56,17 +49,17 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 		if _, ok := s.Revision.(*FileRevision); !ok || s.Err != nil {
 			continue
 		}
-		held, missing := s.relations.lock(r.Relations)
+		h, missing := s.relations.lock(r.Relations)
 		if len(missing) == 0 {
-			s.relations.unlock(held)
+			s.relations.unlock(h)
 			continue
 		}
-		claimed = append(claimed, claim{s: s, held: held, missing: missing})
+		claimed, held = append(claimed, cacheClaim{s: s, missing: missing}), append(held, h)
 	}
-	var todo []int // claimed sources with relations the cache does not hold
+	snap.fromCache(claimed) // normcache.go
+	var todo []int          // claimed sources with relations the cache does not hold
 	for i := range claimed {
 		c := &claimed[i]
-		c.missing, c.keys, c.cacheable = c.s.fromCache(c.missing) // normcache.go
 		if len(c.missing) == 0 {
 			continue
 		}

@@ -233,34 +233,63 @@ func resolvedHit(h *normcache.Hit) *Resolved {
 	return res
 }
 
-// fromCache serves relations of a source claimed by a batch from verified
+// cacheClaim is the relations of one source a batch must resolve: fromCache
+// sets the cells it can serve and leaves the rest in missing, with their
+// keys (cacheable false: not to be kept).
+type cacheClaim struct {
+	s         *Source
+	missing   []string
+	keys      []normcache.Key
+	cacheable bool
+}
+
+// fromCache serves relations of sources claimed by a batch from verified
 // entries (Largest: sources resolved together share the fewest file sets),
-// setting their cells, whose locks the caller holds. It returns the
-// relations left to normalize with their keys (cacheable false: none).
-func (s *Source) fromCache(rels []string) (rest []string, keys []normcache.Key, cacheable bool) {
-	c := s.snap.cache
+// setting their cells, whose locks the caller holds. It looks them all up
+// at once: the index is read once, not once per source.
+func (snap *Snapshot) fromCache(claims []cacheClaim) {
+	c := snap.cache
 	if c == nil {
-		return rels, nil, false
+		return
 	}
-	all, ok := s.cacheKeys(c, rels)
-	if !ok {
-		return rels, nil, false
-	}
-	if !s.unchanged() {
-		return rels, all, true
-	}
-	for i, h := range c.Lookup(all, normcache.Largest) {
-		if h == nil {
-			rest, keys = append(rest, rels[i]), append(keys, all[i])
+	var keys []normcache.Key
+	var of []int // claim of each key
+	for i := range claims {
+		cl := &claims[i]
+		all, ok := cl.s.cacheKeys(c, cl.missing)
+		if !ok {
 			continue
 		}
-		cl := &s.relations[relIndex(rels[i])]
-		cl.done, cl.res = true, resolvedHit(h)
-		if !h.NoRows {
-			s.setFormat(h.Format)
+		cl.keys, cl.cacheable = all, true
+		if cl.s.unchanged() {
+			keys = append(keys, all...)
+			for range all {
+				of = append(of, i)
+			}
 		}
 	}
-	return rest, keys, true
+	if len(keys) == 0 {
+		return
+	}
+	hits := c.Lookup(keys, normcache.Largest)
+	for i := 0; i < len(keys); {
+		cl := &claims[of[i]]
+		rels, relKeys := cl.missing, cl.keys
+		cl.missing, cl.keys = nil, nil
+		for j, rel := range rels {
+			h := hits[i+j]
+			if h == nil {
+				cl.missing, cl.keys = append(cl.missing, rel), append(cl.keys, relKeys[j])
+				continue
+			}
+			cell := &cl.s.relations[relIndex(rel)]
+			cell.done, cell.res = true, resolvedHit(h)
+			if !h.NoRows {
+				cl.s.setFormat(h.Format)
+			}
+		}
+		i += len(rels)
+	}
 }
 
 // cacheMember is a source of a normalized batch, as storeBatch keeps it.

@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,12 +271,22 @@ func TestUnusableCacheDirectoryIsNotAQueryError(t *testing.T) {
 // without the cache — alone and in a batch.
 func TestCacheKeepsEachRelation(t *testing.T) {
 	defer catalog.SetRacyWindow(0)()
+	// Conversations with 1, 2 and 3 tool calls, so that counts tell the
+	// relations' files apart.
+	callTree := func(t *testing.T) string {
+		root := t.TempDir()
+		testutil.WriteFiles(t, root, map[string]string{"a.jsonl": chatWithCalls("one", 1), "b.jsonl": chatWithCalls("bee", 2),
+			"sub/c.jsonl": chatWithCalls("sea", 3), "config.json": `{"model":"x"}`})
+		return root
+	}
 	for _, where := range []string{"WHERE _file_ = 'a.jsonl'", ""} {
-		root, dir := chatTree(t), t.TempDir()
+		root, dir := callTree(t), t.TempDir()
 		noCache := catalog.DefaultOptions()
 		noCache.NoCache = true
 		toolCalls := "SELECT _file_, count(*) FROM tool_calls " + where + " GROUP BY ALL ORDER BY ALL"
-		steps := "SELECT _file_, session_id, message_value FROM steps " + where + " ORDER BY ALL"
+		// It reads tool_calls too: a source then has one relation cached
+		// and one to normalize.
+		steps := "SELECT _file_, session_id, message_value, (SELECT count(*) FROM tool_calls " + where + ") AS calls FROM steps " + where + " ORDER BY ALL"
 		wantCalls, wantSteps := mustCachedQuery(t, root, noCache, toolCalls), mustCachedQuery(t, root, noCache, steps)
 
 		if got := mustCachedQuery(t, root, cacheOptions(dir), toolCalls); got != wantCalls {
@@ -299,4 +310,18 @@ func TestCacheKeepsEachRelation(t *testing.T) {
 			t.Fatalf("%q: both relations must now only hit: %+v then %+v", where, second, third)
 		}
 	}
+}
+
+// chatWithCalls is a conversation of a chat JSONL file whose assistant
+// makes n tool calls, each answered.
+func chatWithCalls(tag string, n int) string {
+	msgs := []string{`{"role":"user","content":"task ` + tag + `"}`}
+	for i := range n {
+		id := fmt.Sprintf("call-%s-%d", tag, i)
+		msgs = append(msgs,
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"ls","arguments":"{}"}}]}`,
+			`{"role":"tool","tool_call_id":"`+id+`","content":"file `+tag+`"}`)
+	}
+	msgs = append(msgs, `{"role":"assistant","content":"done"}`)
+	return `{"session_id":"s-` + tag + `","messages":[` + strings.Join(msgs, ",") + `]}` + "\n"
 }

@@ -128,6 +128,11 @@ func (d *datasetFlags) open(ctx context.Context, positional string) (*catalog.Sn
 	if err != nil {
 		return nil, false, err
 	}
+	return d.build(ctx, opts, positional)
+}
+
+// build builds the Snapshot for a command with the given options.
+func (d *datasetFlags) build(ctx context.Context, opts catalog.Options, positional string) (*catalog.Snapshot, bool, error) {
 	mounts, isPositional, err := d.mountList(positional)
 	if err != nil {
 		return nil, false, err
@@ -151,14 +156,21 @@ func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
 // openEngine builds the Snapshot for a command and a query engine over it;
 // close releases both.
 func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*catalog.Snapshot, *engine.Engine, func(), error) {
-	// The parser's instance opens while the Snapshot is discovered and the
-	// engine starts its first query's worker (engine.New).
-	parser := query.StartParser()
-	snap, isPositional, err := d.open(ctx, positional)
+	// The parser's instance and the first query's worker start while the
+	// Snapshot is discovered: their DuckDB opens are most of a short query's
+	// time.
+	opts, err := d.catalogOptions()
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	parser := query.StartParser()
+	worker := engine.StartWorker(engine.LimitsFrom(opts))
+	snap, isPositional, err := d.build(ctx, opts, positional)
+	if err != nil {
+		worker.Close()
 		parser.Close()
 		return nil, nil, nil, err
 	}
-	eng := engine.New(snap, parser, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options)})
+	eng := engine.New(snap, parser, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options), Worker: worker})
 	return snap, eng, func() { eng.Close(); parser.Close(); snap.Close() }, nil
 }

@@ -38,7 +38,8 @@ type Engine struct {
 	// (instance.go); nil when none is being prepared.
 	spare   *pending
 	idle    []*instance // instances handed back for reuse (instance.go)
-	mu      sync.Mutex  // guards spare, idle, closed, analyses and plans
+	worker  *Worker     // started before the engine, until an instance takes it
+	mu      sync.Mutex  // guards spare, idle, worker, closed, analyses and plans
 	closed  bool
 	closing sync.WaitGroup // used instances being closed in the background
 
@@ -64,12 +65,16 @@ type Config struct {
 	// Gate, when set, bounds how many DuckDB instances run queries at once
 	// across every Engine that shares it.
 	Gate *Gate
+	// Worker, when set, is a worker started before the engine (StartWorker);
+	// the engine's first instance runs in it if it has the engine's Limits,
+	// and the engine closes it either way.
+	Worker *Worker
 }
 
 // New returns an engine over snap. parser may be shared between engines.
 // It starts preparing an instance in the background but resolves nothing.
 func New(snap *catalog.Snapshot, parser *query.Parser, cfg Config) *Engine {
-	e := &Engine{snap: snap, parser: parser, cfg: cfg, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
+	e := &Engine{snap: snap, parser: parser, cfg: cfg, worker: cfg.Worker, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
 	e.prepare(nil) // the first query's instance starts while it is analyzed and resolved
 	return e
 }

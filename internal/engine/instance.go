@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 )
@@ -61,10 +62,8 @@ func (e *Engine) abandon(p *pending) {
 // row relations are views with the given bodies (an empty typed scan where
 // views has none).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
-	db := openWorkerDB(limits) // DuckDB runs in a process of its own (worker.go)
-	conn, err := db.Conn(ctx)
+	db, conn, err := e.connect(ctx, limits)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}, limits: limits}
@@ -88,6 +87,79 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limit
 		return nil, err
 	}
 	return inst, nil
+}
+
+// connect returns a worker's connection with the given limits: the one
+// started before the engine when it has them, else a new one. DuckDB runs in
+// a process of its own (worker.go).
+func (e *Engine) connect(ctx context.Context, limits Limits) (*sql.DB, *sql.Conn, error) {
+	e.mu.Lock()
+	w := e.worker
+	if w != nil && w.limits == limits {
+		e.worker = nil
+	} else {
+		w = nil
+	}
+	e.mu.Unlock()
+	if w != nil {
+		select {
+		case <-w.ready:
+			if w.err == nil {
+				return w.db, w.conn, nil
+			}
+			w.Close() // it failed to start: try once more
+		case <-ctx.Done():
+			w.Close()
+			return nil, nil, ctx.Err()
+		}
+	}
+	db := openWorkerDB(limits)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, conn, nil
+}
+
+// A Worker is a query worker started before the engine that will use it
+// exists. A one-shot command starts it first, so that the worker's process
+// start and DuckDB open — most of a short query's fixed cost — overlap the
+// discovery of the Snapshot and the analysis of the SQL instead of
+// following them (docs/performance.md, "Normalization cache").
+type Worker struct {
+	limits Limits
+	ready  chan struct{} // closed once db and conn (or err) are set
+	db     *sql.DB
+	conn   *sql.Conn
+	err    error
+	once   sync.Once
+}
+
+// StartWorker starts a worker with the given limits in the background.
+// Pass it in Config.Worker, or Close it when no engine is made.
+func StartWorker(limits Limits) *Worker {
+	w := &Worker{limits: limits, ready: make(chan struct{})}
+	go func() {
+		defer close(w.ready)
+		w.db = openWorkerDB(limits)
+		if w.conn, w.err = w.db.Conn(context.Background()); w.err != nil {
+			w.db.Close()
+			w.db = nil
+		}
+	}()
+	return w
+}
+
+// Close stops the worker (once it has started).
+func (w *Worker) Close() {
+	w.once.Do(func() {
+		<-w.ready
+		if w.db != nil {
+			w.conn.Close()
+			w.db.Close()
+		}
+	})
 }
 
 func (inst *instance) exec(ctx context.Context, stmts []string) error {
@@ -228,7 +300,12 @@ func (e *Engine) Close() {
 	e.spare = nil
 	idle := e.idle
 	e.idle = nil
+	w := e.worker
+	e.worker = nil
 	e.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
 	for _, inst := range idle {
 		inst.close()
 	}

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 )
@@ -94,5 +96,51 @@ func TestFewSourcesOfABatchAreReadAlone(t *testing.T) {
 	_, fresh := open(t, fixture(t, 20), catalog.DefaultOptions())
 	if want := fmt.Sprint(mustQuery(t, fresh, q).Rows); got != want {
 		t.Fatalf("alone: %s, from a fresh Snapshot: %s", got, want)
+	}
+}
+
+// workerOf returns the worker process behind an instance's connection.
+func workerOf(t *testing.T, conn *sql.Conn) *worker {
+	t.Helper()
+	var w *worker
+	if err := conn.Raw(func(c any) error { w = c.(*worker); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestStartedWorkerServesTheFirstQuery: a worker started before its engine
+// (as a one-shot command does) runs the engine's first query when its
+// limits are the engine's, and is stopped when the engine closes when they
+// are not.
+func TestStartedWorkerServesTheFirstQuery(t *testing.T) {
+	snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 2)}}, catalog.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	for _, sameLimits := range []bool{true, false} {
+		cfg := testConfig(true)
+		limits := cfg.Limits
+		if !sameLimits {
+			limits.MaxOutputRows++
+		}
+		cfg.Worker = StartWorker(limits)
+		e := New(snap, parser, cfg)
+		mustQuery(t, e, "SELECT count(*) FROM steps")
+		<-cfg.Worker.ready
+		started := workerOf(t, cfg.Worker.conn)
+		e.mu.Lock()
+		ran := workerOf(t, e.idle[0].conn) // the query's instance, handed back
+		e.mu.Unlock()
+		if (ran == started) != sameLimits {
+			t.Fatalf("same limits %v: the query ran in the started worker: %v", sameLimits, ran == started)
+		}
+		e.Close()
+		select {
+		case <-started.exited:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("same limits %v: the started worker still runs after the engine closed", sameLimits)
+		}
 	}
 }

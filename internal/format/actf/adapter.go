@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -76,11 +77,11 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
-		e, err := decodeLine(line, text, s.scopes)
-		if err != nil {
+		var e event
+		if err := s.decodeLine(&e, line, text); err != nil {
 			return format.Errorf(src, line, "", "not a JSON object: %v", err)
 		}
-		return s.route(e)
+		return s.route(&e)
 	})
 	if err != nil {
 		return err
@@ -115,6 +116,7 @@ type stream struct {
 	free    [][]*event        // event buffers of flushed sessions, for new ones
 	cur     *session          // the session of the latest event, while open
 	built   int               // the size of the session b last built
+	times   []time.Time       // the block time takes timestamps from
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -136,22 +138,37 @@ type session struct {
 	key    sessionKey
 	events []*event
 	root   *event // the agent scope whose end closes the session
+	// block holds the session's latest events: they are allocated in
+	// blocks that belong to the session alone (so that an open session
+	// keeps no other's lines), where each was an allocation of its own.
+	block []event
 }
 
-func (s *stream) route(e *event) error {
-	if e.phase == phaseHeader {
+// add moves a decoded event into the session's blocks.
+func (sess *session) add(decoded *event) *event {
+	if len(sess.block) == cap(sess.block) {
+		sess.block = make([]event, 0, min(max(2*cap(sess.block), 8), 256))
+	}
+	sess.block = append(sess.block, *decoded)
+	return &sess.block[len(sess.block)-1]
+}
+
+// route moves the decoded event to its session and maps the session when
+// the event ends it.
+func (s *stream) route(decoded *event) error {
+	if decoded.phase == phaseHeader {
 		if s.header == nil {
-			s.header = headerJSON(format.SplitObject(e.raw))
+			s.header = headerJSON(format.SplitObject(decoded.raw))
 		}
 		return nil
 	}
-	if e.phase == phaseEnd {
-		s.pair(e)
+	if decoded.phase == phaseEnd {
+		s.pair(decoded)
 	}
-	if r := e.more(); r.sessionID != "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
+	if r := decoded.more(); r.sessionID != "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
 		s.parents[r.sessionID] = r.parentSessionID
 	}
-	key := s.sessionOf(e)
+	key := s.sessionOf(decoded)
 	sess, ok := s.cur, s.cur != nil && s.cur.key == key // most events follow one of their session
 	if !ok {
 		sess, ok = s.sessions[key]
@@ -162,6 +179,7 @@ func (s *stream) route(e *event) error {
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
 	}
+	e := sess.add(decoded)
 	if e.phase == phaseStart {
 		if e.uuid != "" {
 			s.scopes[e.uuid] = scope{e.uuid, key}
@@ -288,7 +306,9 @@ func (s *stream) flush(sess *session) error {
 		r.OriginalSessionID = model.Str(sess.key.id)
 	}
 	s.emitted[sess.key.id]++
-	r.ParentSessionID = model.Str(s.parents[sess.key.id])
+	if parent := s.parents[sess.key.id]; parent != "" {
+		r.ParentSessionID = model.Str(parent)
+	}
 	r.RunID = s.rootSession(sess.key.id)
 	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)

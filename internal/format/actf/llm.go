@@ -174,9 +174,15 @@ func decodeMessage(raw json.RawMessage) message {
 	}
 	m := contentMessage(role, content)
 	m.toolCallID = first(format.String(f[3]), format.String(f[4]))
-	m.calls = append(m.calls, openAICalls(f[5])...)
+	if calls := openAICalls(f[5]); len(m.calls) == 0 {
+		if len(calls) > 0 {
+			m.calls = calls // without a copy
+		}
+	} else {
+		m.calls = append(m.calls, calls...)
+	}
 	if r := first(format.String(f[6]), format.String(f[7])); r != "" && m.reasoning == nil {
-		m.reasoning = &r
+		m.reasoning = boxed(r)
 	}
 	return m
 }
@@ -203,7 +209,7 @@ func contentMessage(role string, content json.RawMessage) message {
 		m.calls, m.reasoning, m.toolCallID = nil, nil, ""
 	}
 	if text, kind, ok := format.Content(content); ok {
-		m.text, m.kind = &text, kind
+		m.text, m.kind = boxed(text), kind
 	}
 	return m
 }
@@ -308,6 +314,15 @@ func agentOutput(raw json.RawMessage) (m message, usage map[string]json.RawMessa
 		return contentMessage("assistant", first2(f[7], f[8])), usage, true
 	}
 	return message{}, usage, false
+}
+
+// boxed is &s, allocated only where it is called: a variable whose
+// address is taken moves to the heap where it is declared, which in an if
+// statement's init is before the condition is tested.
+func boxed(s string) *string {
+	p := new(string)
+	*p = s
+	return p
 }
 
 func first2(a, b json.RawMessage) json.RawMessage {

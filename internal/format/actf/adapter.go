@@ -117,6 +117,8 @@ type stream struct {
 	cur     *session          // the session of the latest event, while open
 	built   int               // the size of the session b last built
 	times   []time.Time       // the block time takes timestamps from
+	// lastEvents is the number of events of the session flushed last.
+	lastEvents int
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -144,10 +146,13 @@ type session struct {
 	block []event
 }
 
+// maxBlock is the most events allocated at once.
+const maxBlock = 256
+
 // add moves a decoded event into the session's blocks.
 func (sess *session) add(decoded *event) *event {
 	if len(sess.block) == cap(sess.block) {
-		sess.block = make([]event, 0, min(max(2*cap(sess.block), 8), 256))
+		sess.block = make([]event, 0, min(max(2*cap(sess.block), 4), maxBlock))
 	}
 	sess.block = append(sess.block, *decoded)
 	return &sess.block[len(sess.block)-1]
@@ -174,7 +179,10 @@ func (s *stream) route(decoded *event) error {
 		sess, ok = s.sessions[key]
 	}
 	if !ok {
-		sess = &session{key: key, events: s.spare()}
+		// Sessions of a stream tend to be alike: the first block fits the
+		// previous one's events.
+		block := make([]event, 0, min(max(s.lastEvents, 4), maxBlock))
+		sess = &session{key: key, events: s.spare(), block: block}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
@@ -296,6 +304,7 @@ func (s *stream) flush(sess *session) error {
 	s.b.reset(sess.key.id, s.built)
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
+	s.lastEvents = len(sess.events)
 	if cap(sess.events) <= reuseLimit {
 		clear(sess.events)
 		s.free = append(s.free, sess.events[:0])

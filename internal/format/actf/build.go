@@ -42,10 +42,10 @@ type builder struct {
 	// stepExtras and callExtras are the extras of the steps and tool calls,
 	// by row, written to the rows once the session is mapped.
 	stepExtras, callExtras []rowExtra
-	// steps and calls are the rows' buffers, reused from session to
-	// session: a session's rows are copied out once, at their final size.
-	steps []model.Step
-	calls []model.ToolCall
+	// steps and calls are the row counts of the previous session, which
+	// the next one's rows are allocated for: sessions of a stream tend to
+	// be alike, and rows that fit are handed out without a copy.
+	steps, calls int
 	// boxes holds the session's string columns (see str); extraText is
 	// the buffer the row extras are written to.
 	boxes     []string
@@ -76,7 +76,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
 		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
 		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
-		b.stepExtras, b.callExtras, b.steps, b.calls = nil, nil, nil, nil
+		b.stepExtras, b.callExtras = nil, nil
 	} else {
 		clear(b.stepIDs)
 		clear(b.llmSteps)
@@ -98,7 +98,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		steps: b.steps, calls: b.calls, extraText: b.extraText[:0],
 	}
 	b.sl.Run.SessionID = sessionID
-	b.sl.Steps, b.sl.ToolCalls = b.steps[:0], b.calls[:0]
+	b.sl.Steps, b.sl.ToolCalls = rows[model.Step](b.steps), rows[model.ToolCall](b.calls)
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -129,20 +129,29 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 		b.warn(b.root, "agent scope %q never ended", b.root.name)
 	}
 	b.writeExtras(header)
-	b.sl.Steps, b.steps = final(b.sl.Steps)
-	b.sl.ToolCalls, b.calls = final(b.sl.ToolCalls)
+	b.steps, b.calls = len(b.sl.Steps), len(b.sl.ToolCalls)
+	b.sl.Steps, b.sl.ToolCalls = final(b.sl.Steps), final(b.sl.ToolCalls)
 	return b.sl
 }
 
-// final copies rows out of their buffer (nil when there are none, as
-// appending would have left them) and returns the buffer, cleared, for the
-// next session.
-func final[T any](rows []T) (out, buf []T) {
-	if len(rows) > 0 {
-		out = slices.Clone(rows)
+// rows is the row slice of a session that may have n rows.
+func rows[T any](n int) []T {
+	if n == 0 {
+		return nil
 	}
-	clear(rows)
-	return out, rows[:0]
+	return make([]T, 0, min(n, reuseLimit))
+}
+
+// final is a session's rows: nil when there are none (as appending would
+// have left them), copied when more than half of their capacity is unused.
+func final[T any](rows []T) []T {
+	switch {
+	case len(rows) == 0:
+		return nil
+	case cap(rows) > 2*len(rows):
+		return slices.Clone(rows)
+	}
+	return rows
 }
 
 // size is what reset weighs the session by.

@@ -166,14 +166,15 @@ var (
 )
 
 // decodeLine decodes one line into e (which route moves to its session).
-// Events are kept until their session ends, so a valid object is copied
-// once and its members are looked up in the copy (which they alias), in one
-// pass and without a map per line; anything else goes through the codec,
-// for its error (or null, which reads as {}).
+// A valid object's members are looked up in one pass and without a map per
+// line; they alias text, which route copies to the session (events are kept
+// until their session ends), or a copy when the line takes splitLine.
+// Anything else goes through the codec, for its error (or null, which reads
+// as {}).
 func (s *stream) decodeLine(e *event, line int64, text []byte) error {
 	var m lineMembers
-	raw := bytes.Clone(text)
-	if !scanLine(raw, &m) {
+	raw := text
+	if !scanLine(text, &m) {
 		m = lineMembers{}
 		raw = splitLine(text, &m)
 	}

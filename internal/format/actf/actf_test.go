@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -296,6 +300,51 @@ func TestEdgeCases(t *testing.T) {
 			}
 			tt.check(t, sls)
 		})
+	}
+}
+
+// TestRowsOutliveLines checks that events and Storylines share no memory
+// with the reader's buffer or with later sessions: lines are read in place
+// and events, lines and timestamps are allocated in blocks. A Storyline
+// written out after the stream is read must be what it was when emitted,
+// and reading the stream in small parts (which moves lines around in the
+// buffer) must not change it.
+func TestRowsOutliveLines(t *testing.T) {
+	for name, data := range inputs(t) {
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			data = append(bytes.Clone(data), '\n')
+		}
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		var stream []byte
+		for i := range 300 { // well past the reader's buffer, sessions of several sizes in turn
+			stream = append(stream, data...)
+			stream = append(stream, bytes.Join(lines[:len(lines)*(i%3)/4], nil)...)
+		}
+		layout, ok := New().Detect(format.NewProbe(name, data, false))
+		if !ok {
+			t.Fatalf("%s: not detected", name)
+		}
+		read := func(r io.Reader) (sls []*model.Storyline, atEmit []string) {
+			err := New().Normalize(context.Background(), r, format.Source{Path: name, File: name}, layout,
+				func(sl *model.Storyline) error {
+					text, err := jsonx.Marshal(sl)
+					sls, atEmit = append(sls, sl), append(atEmit, string(text))
+					return err
+				})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return sls, atEmit
+		}
+		sls, atEmit := read(bytes.NewReader(stream))
+		for i, sl := range sls {
+			if text, _ := jsonx.Marshal(sl); string(text) != atEmit[i] {
+				t.Fatalf("%s: Storyline %d changed after it was emitted", name, i)
+			}
+		}
+		if _, inParts := read(iotest.HalfReader(bytes.NewReader(stream))); !slices.Equal(inParts, atEmit) {
+			t.Fatalf("%s: the stream read in parts gives other Storylines", name)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -76,11 +77,11 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
-		e, err := decodeLine(line, text, s.scopes)
-		if err != nil {
+		var e event
+		if err := s.decodeLine(&e, line, text); err != nil {
 			return format.Errorf(src, line, "", "not a JSON object: %v", err)
 		}
-		return s.route(e)
+		return s.route(&e, text)
 	})
 	if err != nil {
 		return err
@@ -115,6 +116,10 @@ type stream struct {
 	free    [][]*event        // event buffers of flushed sessions, for new ones
 	cur     *session          // the session of the latest event, while open
 	built   int               // the size of the session b last built
+	times   []time.Time       // the block time takes timestamps from
+	// lastEvents and lastText are the number of events and the bytes of
+	// their lines of the session flushed last.
+	lastEvents, lastText int
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -136,32 +141,87 @@ type session struct {
 	key    sessionKey
 	events []*event
 	root   *event // the agent scope whose end closes the session
+	// block and text hold the session's latest events and the lines their
+	// members alias: they are allocated in blocks that belong to the
+	// session alone (so that an open session keeps no other's lines), where
+	// each was an allocation of its own. textSize is the lines' total.
+	block    []event
+	text     []byte
+	textSize int
 }
 
-func (s *stream) route(e *event) error {
-	if e.phase == phaseHeader {
+// maxBlock and maxText bound what is allocated at once for events and for
+// lines (a longer line has a block of its own).
+const (
+	maxBlock = 256
+	maxText  = 64 << 10
+)
+
+// add moves a decoded event, and the line its members alias, into the
+// session's blocks.
+func (sess *session) add(decoded *event, line []byte) *event {
+	if len(sess.block) == cap(sess.block) {
+		sess.block = make([]event, 0, min(max(2*cap(sess.block), 4), maxBlock))
+	}
+	sess.block = append(sess.block, *decoded)
+	e := &sess.block[len(sess.block)-1]
+	if len(line) == 0 || len(e.raw) == 0 || &e.raw[0] != &line[0] {
+		return e // not an object, or members of a copy
+	}
+	if cap(sess.text)-len(sess.text) < len(line) {
+		sess.text = make([]byte, 0, max(min(2*cap(sess.text), maxText), len(line)))
+	}
+	start := len(sess.text)
+	sess.text = append(sess.text, line...)
+	sess.textSize += len(line)
+	moved := sess.text[start:len(sess.text):len(sess.text)]
+	e.raw = moved
+	e.payload = movedPart(e.payload, line, moved)
+	e.errRaw = movedPart(e.errRaw, line, moved)
+	return e
+}
+
+// movedPart is part, if it is a part of line, in moved (a copy of line);
+// anything else as it is.
+func movedPart(part, line, moved []byte) []byte {
+	at := cap(line) - cap(part) // where part starts, if it was sliced from line
+	if len(part) == 0 || at < 0 || at+len(part) > len(line) || &line[at] != &part[0] {
+		return part
+	}
+	return moved[at : at+len(part) : at+len(part)]
+}
+
+// route moves the decoded event (whose members may alias line) to its
+// session and maps the session when the event ends it.
+func (s *stream) route(decoded *event, line []byte) error {
+	if decoded.phase == phaseHeader {
 		if s.header == nil {
-			s.header = headerJSON(format.SplitObject(e.raw))
+			s.header = headerJSON(format.SplitObject(decoded.raw))
 		}
 		return nil
 	}
-	if e.phase == phaseEnd {
-		s.pair(e)
+	if decoded.phase == phaseEnd {
+		s.pair(decoded)
 	}
-	if r := e.more(); r.sessionID != "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
+	if r := decoded.more(); r.sessionID != "" && r.parentSessionID != "" && r.sessionID != r.parentSessionID {
 		s.parents[r.sessionID] = r.parentSessionID
 	}
-	key := s.sessionOf(e)
+	key := s.sessionOf(decoded)
 	sess, ok := s.cur, s.cur != nil && s.cur.key == key // most events follow one of their session
 	if !ok {
 		sess, ok = s.sessions[key]
 	}
 	if !ok {
-		sess = &session{key: key, events: s.spare()}
+		// Sessions of a stream tend to be alike: the first blocks fit the
+		// previous one's events and lines.
+		block := make([]event, 0, min(max(s.lastEvents, 4), maxBlock))
+		text := make([]byte, 0, min(max(s.lastText, len(line)), maxText))
+		sess = &session{key: key, events: s.spare(), block: block, text: text}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
 	}
+	e := sess.add(decoded, line)
 	if e.phase == phaseStart {
 		if e.uuid != "" {
 			s.scopes[e.uuid] = scope{e.uuid, key}
@@ -278,6 +338,7 @@ func (s *stream) flush(sess *session) error {
 	s.b.reset(sess.key.id, s.built)
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
+	s.lastEvents, s.lastText = len(sess.events), sess.textSize
 	if cap(sess.events) <= reuseLimit {
 		clear(sess.events)
 		s.free = append(s.free, sess.events[:0])
@@ -288,7 +349,9 @@ func (s *stream) flush(sess *session) error {
 		r.OriginalSessionID = model.Str(sess.key.id)
 	}
 	s.emitted[sess.key.id]++
-	r.ParentSessionID = model.Str(s.parents[sess.key.id])
+	if parent := s.parents[sess.key.id]; parent != "" {
+		r.ParentSessionID = model.Str(parent)
+	}
 	r.RunID = s.rootSession(sess.key.id)
 	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)

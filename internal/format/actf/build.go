@@ -42,10 +42,14 @@ type builder struct {
 	// stepExtras and callExtras are the extras of the steps and tool calls,
 	// by row, written to the rows once the session is mapped.
 	stepExtras, callExtras []rowExtra
-	// steps and calls are the rows' buffers, reused from session to
-	// session: a session's rows are copied out once, at their final size.
-	steps []model.Step
-	calls []model.ToolCall
+	// steps and calls are the row counts of the previous session, which
+	// the next one's rows are allocated for: sessions of a stream tend to
+	// be alike, and rows that fit are handed out without a copy.
+	steps, calls int
+	// boxes holds the session's string columns (see str); extraText is
+	// the buffer the row extras are written to.
+	boxes     []string
+	extraText []byte
 	// input is the first llm input, decoded by agentInputShown for llmStart.
 	input struct {
 		e    *event
@@ -72,7 +76,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
 		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
 		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
-		b.stepExtras, b.callExtras, b.steps, b.calls = nil, nil, nil, nil
+		b.stepExtras, b.callExtras = nil, nil
 	} else {
 		clear(b.stepIDs)
 		clear(b.llmSteps)
@@ -91,10 +95,10 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		turnCalls: b.turnCalls, generatedID: b.generatedID, namePaired: b.namePaired,
 		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
 		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: &model.Storyline{},
-		steps: b.steps, calls: b.calls,
+		steps: b.steps, calls: b.calls, extraText: b.extraText[:0],
 	}
 	b.sl.Run.SessionID = sessionID
-	b.sl.Steps, b.sl.ToolCalls = b.steps[:0], b.calls[:0]
+	b.sl.Steps, b.sl.ToolCalls = rows[model.Step](b.steps), rows[model.ToolCall](b.calls)
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -124,27 +128,30 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 	if b.root != nil && b.sl.Run.EndedAt == nil {
 		b.warn(b.root, "agent scope %q never ended", b.root.name)
 	}
-	b.runExtra(header)
-	for i := range b.stepExtras {
-		b.sl.Steps[i].Extra = b.stepExtras[i].text()
-	}
-	for i := range b.callExtras {
-		b.sl.ToolCalls[i].Extra = b.callExtras[i].text()
-	}
-	b.sl.Steps, b.steps = final(b.sl.Steps)
-	b.sl.ToolCalls, b.calls = final(b.sl.ToolCalls)
+	b.writeExtras(header)
+	b.steps, b.calls = len(b.sl.Steps), len(b.sl.ToolCalls)
+	b.sl.Steps, b.sl.ToolCalls = final(b.sl.Steps), final(b.sl.ToolCalls)
 	return b.sl
 }
 
-// final copies rows out of their buffer (nil when there are none, as
-// appending would have left them) and returns the buffer, cleared, for the
-// next session.
-func final[T any](rows []T) (out, buf []T) {
-	if len(rows) > 0 {
-		out = slices.Clone(rows)
+// rows is the row slice of a session that may have n rows.
+func rows[T any](n int) []T {
+	if n == 0 {
+		return nil
 	}
-	clear(rows)
-	return out, rows[:0]
+	return make([]T, 0, min(n, reuseLimit))
+}
+
+// final is a session's rows: nil when there are none (as appending would
+// have left them), copied when more than half of their capacity is unused.
+func final[T any](rows []T) []T {
+	switch {
+	case len(rows) == 0:
+		return nil
+	case cap(rows) > 2*len(rows):
+		return slices.Clone(rows)
+	}
+	return rows
 }
 
 // size is what reset weighs the session by.
@@ -180,7 +187,7 @@ func (b *builder) start(e *event, inputShown bool) {
 		}
 		b.root = e
 		r := &b.sl.Run
-		r.AgentName = model.Str(e.name)
+		r.AgentName = b.str(e.name)
 		r.StartedAt = e.ts
 		if !inputShown && !format.IsNull(e.payload) {
 			b.textStep(e, pairKey(e)+":input", model.SourceUser, e.payload)
@@ -200,7 +207,7 @@ func (b *builder) end(e *event) {
 		if b.root == nil && e.start == nil {
 			b.warn(e, "agent scope end without a start")
 			b.root = e
-			b.sl.Run.AgentName = model.Str(e.name)
+			b.sl.Run.AgentName = b.str(e.name)
 		}
 		if e.start != nil && e.start == b.root || e == b.root {
 			b.runEnd(e)
@@ -274,6 +281,25 @@ func (b *builder) appendCall(tc model.ToolCall) int {
 	return len(b.sl.ToolCalls) - 1
 }
 
+// str is model.Str for the session's string columns: the strings are
+// boxed in blocks that belong to the session's Storyline alone, where a box
+// per column was one allocation each.
+func (b *builder) str(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return b.box(s)
+}
+
+// box is str for a column that holds an empty string too.
+func (b *builder) box(s string) *string {
+	if len(b.boxes) == cap(b.boxes) {
+		b.boxes = make([]string, 0, 16)
+	}
+	b.boxes = append(b.boxes, s)
+	return &b.boxes[len(b.boxes)-1]
+}
+
 // textStep records a payload that is not a recognizable message list as
 // one step holding its text (or its JSON).
 func (b *builder) textStep(e *event, id, source string, payload json.RawMessage) {
@@ -285,7 +311,7 @@ func (b *builder) textStep(e *event, id, source string, payload json.RawMessage)
 func (b *builder) contentStep(e *event, id, source, text, kind string, ok bool) {
 	st := model.Step{StepID: id, Source: source, MessageKind: format.KindText, Timestamp: e.ts}
 	if ok {
-		st.MessageValue, st.MessageKind = model.Str(text), kind
+		st.MessageValue, st.MessageKind = b.str(text), kind
 	}
 	b.stepExtras[b.appendStep(st)].scope(e)
 }
@@ -365,7 +391,7 @@ func (b *builder) messageStep(e *event, id, source string, m message) int {
 		st.MessageKind = "tool_calls_only"
 	}
 	if source == model.SourceAgent {
-		st.ModelName = model.Str(e.modelName)
+		st.ModelName = b.str(e.modelName)
 	}
 	idx := b.appendStep(st)
 	b.stepExtras[idx].scope(e)
@@ -393,7 +419,7 @@ func (b *builder) llmEnd(e *event) {
 	if !ok {
 		m = message{kind: format.KindText}
 		if text, kind, has := format.Content(e.payload); has {
-			m.text, m.kind = &text, kind
+			m.text, m.kind = b.box(text), kind
 		}
 	}
 	if e.modelName == "" && e.start != nil {
@@ -513,7 +539,7 @@ func (b *builder) toolEnd(e *event) {
 	}
 	tc := &b.sl.ToolCalls[row]
 	if text, _, has := format.Content(e.payload); has {
-		tc.Result = &text
+		tc.Result = b.box(text)
 	}
 	tc.ResultLink, tc.ResultStatus = model.LinkByID, model.ResultOK
 	if b.namePaired[row] {
@@ -522,7 +548,7 @@ func (b *builder) toolEnd(e *event) {
 	if e.status == "error" || e.status == "cancelled" || !format.IsNull(e.errRaw) {
 		tc.ResultStatus = model.ResultError
 		if tc.Result == nil {
-			tc.Result = errorText(e.errRaw)
+			tc.Result = b.errorText(e.errRaw)
 		}
 	}
 	b.callExtras[row].end(e)
@@ -530,15 +556,15 @@ func (b *builder) toolEnd(e *event) {
 
 // errorText is the message of an {type, message} error object, or the
 // error's JSON.
-func errorText(raw json.RawMessage) *string {
+func (b *builder) errorText(raw json.RawMessage) *string {
 	var msg [1][]byte
 	if subFields(raw, messageKey, msg[:]) {
 		if text := str(msg[0]); text != "" {
-			return &text
+			return b.box(text)
 		}
 	}
 	if text, _, ok := format.Content(raw); ok {
-		return &text
+		return b.box(text)
 	}
 	return nil
 }
@@ -611,37 +637,66 @@ func (b *builder) mark(e *event) {
 	b.refs = append(b.refs, ref)
 }
 
-func (b *builder) runExtra(header json.RawMessage) {
-	r := &b.sl.Run
-	// The members are compact JSON already: they are written in key order,
-	// as format.Extra would write them, without a map to sort.
-	var buf [512]byte
-	out := buf[:0]
-	if b.root != nil {
-		if left := leftover(b.root); left != nil {
-			out = append(memberKey(out, "agent_scope"), *left...)
-		}
+// writeExtras writes the extra columns of the run and the rows: into one
+// buffer and one string, whose parts the columns are (boxed by str), where
+// each was a string and a box of its own.
+func (b *builder) writeExtras(header json.RawMessage) {
+	buf := b.runExtra(b.extraText[:0], header)
+	runEnd := len(buf)
+	for i := range b.stepExtras {
+		buf = b.stepExtras[i].append(buf)
 	}
-	if obj := countsObject(b.marks); obj != nil {
-		out = append(memberKey(out, "marks"), obj...)
+	for i := range b.callExtras {
+		buf = b.callExtras[i].append(buf)
 	}
-	if b.redacted > 0 {
-		out = strconv.AppendInt(memberKey(out, "redacted_payloads"), b.redacted, 10)
+	b.extraText = buf
+	text := string(buf)
+	b.sl.Run.Extra = b.str(text[:runEnd])
+	at := runEnd
+	next := func(x *rowExtra) *string {
+		s := b.str(text[at : at+x.size])
+		at += x.size
+		return s
 	}
-	if header != nil {
-		out = append(memberKey(out, "stream_header"), header...)
+	for i := range b.stepExtras {
+		b.sl.Steps[i].Extra = next(&b.stepExtras[i])
 	}
-	if obj := countsObject(b.scopes); obj != nil {
-		out = append(memberKey(out, "unmapped_scopes"), obj...)
-	}
-	if len(out) > 0 {
-		extra := string(append(out, '}'))
-		r.Extra = &extra
+	for i := range b.callExtras {
+		b.sl.ToolCalls[i].Extra = next(&b.callExtras[i])
 	}
 	if len(b.refs) > 0 {
 		refs, _ := jsonx.Marshal(b.refs)
-		r.SubagentRefs = model.Str(string(refs))
+		b.sl.Run.SubagentRefs = model.Str(string(refs))
 	}
+}
+
+// runExtra appends the run's extra column, if it has one, to buf.
+func (b *builder) runExtra(buf []byte, header json.RawMessage) []byte {
+	// The members are compact JSON already: they are written in key order,
+	// as format.Extra would write them, without a map to sort.
+	start := len(buf)
+	out := buf
+	if b.root != nil {
+		if left := leftover(b.root); left != nil {
+			out = append(memberKey(out, start, "agent_scope"), *left...)
+		}
+	}
+	if obj := countsObject(b.marks); obj != nil {
+		out = append(memberKey(out, start, "marks"), obj...)
+	}
+	if b.redacted > 0 {
+		out = strconv.AppendInt(memberKey(out, start, "redacted_payloads"), b.redacted, 10)
+	}
+	if header != nil {
+		out = append(memberKey(out, start, "stream_header"), header...)
+	}
+	if obj := countsObject(b.scopes); obj != nil {
+		out = append(memberKey(out, start, "unmapped_scopes"), obj...)
+	}
+	if len(out) > start {
+		out = append(out, '}')
+	}
+	return out
 }
 
 func countsObject(counts map[string]int64) json.RawMessage {
@@ -665,6 +720,7 @@ type rowExtra struct {
 	event      *string
 	scopeUUID  string // the scope the row came from
 	status     string
+	size       int // the length of the text append wrote
 }
 
 // scope records that the row came from scope e.
@@ -693,36 +749,36 @@ func (x *rowExtra) end(e *event) {
 	}
 }
 
-// text is the extra column: members in key order, nil when there are none.
-func (x *rowExtra) text() *string {
-	var buf [256]byte
-	b := buf[:0]
+// append appends the extra column to b, members in key order; nothing
+// when there are none.
+func (x *rowExtra) append(b []byte) []byte {
+	start := len(b)
 	if x.dataSchema != "" {
-		b = jsonx.AppendQuoted(memberKey(b, "data_schema"), x.dataSchema)
+		b = jsonx.AppendQuoted(memberKey(b, start, "data_schema"), x.dataSchema)
 	}
 	if x.err != nil {
-		b = append(memberKey(b, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
+		b = append(memberKey(b, start, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
 	}
 	if x.event != nil {
-		b = append(memberKey(b, "event"), *x.event...)
+		b = append(memberKey(b, start, "event"), *x.event...)
 	}
 	if x.scopeUUID != "" {
-		b = jsonx.AppendQuoted(memberKey(b, "scope_uuid"), x.scopeUUID)
+		b = jsonx.AppendQuoted(memberKey(b, start, "scope_uuid"), x.scopeUUID)
 	}
 	if x.status != "" {
-		b = jsonx.AppendQuoted(memberKey(b, "status"), x.status)
+		b = jsonx.AppendQuoted(memberKey(b, start, "status"), x.status)
 	}
-	if len(b) == 0 {
-		return nil
+	if len(b) > start {
+		b = append(b, '}')
 	}
-	s := string(append(b, '}'))
-	return &s
+	x.size = len(b) - start
+	return b
 }
 
 // memberKey appends the start of an object member named key (a name that
-// needs no escaping).
-func memberKey(b []byte, key string) []byte {
-	if len(b) == 0 {
+// needs no escaping) to an object written to b from start.
+func memberKey(b []byte, start int, key string) []byte {
+	if len(b) == start {
 		b = append(b, '{')
 	} else {
 		b = append(b, ',')

@@ -165,33 +165,35 @@ var (
 	schemaKeys  = []string{"name", "version"}
 )
 
-// decodeLine decodes one line. Events are kept until their session ends,
-// so a valid object is copied once and its members are looked up in the
-// copy (which they alias), in one pass and without a map per line; anything
-// else goes through the codec, for its error (or null, which reads as {}).
-func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error) {
+// decodeLine decodes one line into e (which route moves to its session).
+// A valid object's members are looked up in one pass and without a map per
+// line; they alias text, which route copies to the session (events are kept
+// until their session ends), or a copy when the line takes splitLine.
+// Anything else goes through the codec, for its error (or null, which reads
+// as {}).
+func (s *stream) decodeLine(e *event, line int64, text []byte) error {
 	var m lineMembers
-	raw := bytes.Clone(text)
-	if !scanLine(raw, &m) {
+	raw := text
+	if !scanLine(text, &m) {
 		m = lineMembers{}
 		raw = splitLine(text, &m)
 	}
 	if raw == nil {
 		var v map[string]json.RawMessage
 		if err := jsonx.Unmarshal(text, &v); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	obj, rest, dataRest := &m.vals, m.rest, m.dataRest
-	e := &event{
+	*e = event{
 		line:       line,
 		raw:        raw,
-		uuid:       scopeID(obj[fUUID], scopes),
-		parentUUID: scopeID(obj[fParentUUID], scopes),
+		uuid:       scopeID(obj[fUUID], s.scopes),
+		parentUUID: scopeID(obj[fParentUUID], s.scopes),
 		name:       format.Symbol(obj[fName]),
 	}
 	if t, ok := format.Time(obj[fTimestamp]); ok {
-		e.ts = &t
+		e.ts = s.time(t)
 	}
 	e.phase = phaseOf(symbol(obj[fKind]), symbol(obj[fScopeCategory]))
 	var profile [4][]byte
@@ -234,7 +236,18 @@ func decodeLine(line int64, text []byte, scopes map[string]scope) (*event, error
 		*e.rare = r
 	}
 	e.hasLeftover = rest || dataRest && !e.fromData
-	return e, nil
+	return nil
+}
+
+// time is &t, from a block of the stream's timestamps rather than an
+// allocation per line. The steps of a Storyline keep their block, which holds
+// nothing but timestamps.
+func (s *stream) time(t time.Time) *time.Time {
+	if len(s.times) == cap(s.times) {
+		s.times = make([]time.Time, 0, 128)
+	}
+	s.times = append(s.times, t)
+	return &s.times[len(s.times)-1]
 }
 
 // scopeID is format.String for a uuid member, reusing the string of a

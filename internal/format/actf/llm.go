@@ -18,10 +18,11 @@ type message struct {
 	reasoning  *string
 	toolCallID string
 	calls      []call
-	// raw is the message of an input list as written; pending until it is
-	// decoded, as only the messages after the history an llm input repeats
-	// need to be.
+	// raw is the message of an input list as written, and fields its
+	// members; pending until it is decoded, as only the messages after the
+	// history an llm input repeats need to be.
 	raw     json.RawMessage
+	fields  messageFields
 	pending bool
 	// fingerprint identifies the message for history-prefix comparison:
 	// its compact JSON (which may alias the event's line), made on demand.
@@ -33,7 +34,7 @@ type message struct {
 func (m *message) decode() {
 	if m.pending {
 		raw, fp, done := m.raw, m.fingerprint, m.fingerprinted
-		*m = decodeMessage(raw)
+		*m = messageOf(&m.fields)
 		m.raw, m.fingerprint, m.fingerprinted = raw, fp, done
 	}
 }
@@ -63,11 +64,41 @@ var (
 	inputKeys    = []string{"contents", "systemInstruction", "messages", "system"}
 	partsKey     = []string{"parts"}
 	messageKey   = []string{"message"}
-	itemKeys     = []string{"role", "parts"}
 	messageKeys  = []string{"role", "content", "parts", "tool_call_id", "tool_use_id", "tool_calls", "reasoning_content", "reasoning"}
 	callKeys     = []string{"id", "name", "arguments", "function", "input"}
 	functionKeys = []string{"name", "arguments"}
-	outputKeys   = []string{"usage", "usageMetadata", "choices", "candidates", "message", "content", "tool_calls", "response", "text"}
+	// outputKeys are the members of an llm output: a message's (an output
+	// can be one, read in the same pass) and those of the provider shapes.
+	outputKeys = append(messageKeys[:numMessageFields:numMessageFields],
+		"usage", "usageMetadata", "choices", "candidates", "message", "response", "text")
+)
+
+// Members of a message (messageKeys), by index.
+const (
+	mRole = iota
+	mContent
+	mParts
+	mToolCallID
+	mToolUseID
+	mToolCalls
+	mReasoningContent
+	mReasoning
+	numMessageFields
+)
+
+// messageFields are the members of a message that messageOf reads.
+type messageFields [numMessageFields][]byte
+
+// Members of an llm output beyond a message's (outputKeys), by index.
+const (
+	oUsage = numMessageFields + iota
+	oUsageMetadata
+	oChoices
+	oCandidates
+	oMessage
+	oResponse
+	oText
+	numOutputFields
 )
 
 // inputMessages decodes an llm scope's input as chat messages. ok is false
@@ -119,11 +150,11 @@ func messageList(raw json.RawMessage) ([]message, bool) {
 	}
 	msgs := make([]message, len(items))
 	for i, item := range items {
-		var f [2][]byte
-		if !subFields(item, itemKeys, f[:]) || (format.IsNull(f[0]) && format.IsNull(f[1])) {
+		m := &msgs[i]
+		if !subFields(item, messageKeys, m.fields[:]) || (format.IsNull(m.fields[mRole]) && format.IsNull(m.fields[mParts])) {
 			return nil, false
 		}
-		msgs[i] = message{raw: item, pending: true}
+		m.raw, m.pending = item, true
 	}
 	return msgs, true
 }
@@ -165,18 +196,29 @@ func isObject(raw json.RawMessage) bool {
 }
 
 func decodeMessage(raw json.RawMessage) message {
-	var f [8][]byte
+	var f messageFields
 	subFields(raw, messageKeys, f[:])
-	role := format.Symbol(f[0])
-	content := f[1]
-	if f[2] != nil {
-		content = f[2]
+	return messageOf(&f)
+}
+
+// messageOf decodes a message from its members.
+func messageOf(f *messageFields) message {
+	role := format.Symbol(f[mRole])
+	content := f[mContent]
+	if f[mParts] != nil {
+		content = f[mParts]
 	}
 	m := contentMessage(role, content)
-	m.toolCallID = first(format.String(f[3]), format.String(f[4]))
-	m.calls = append(m.calls, openAICalls(f[5])...)
-	if r := first(format.String(f[6]), format.String(f[7])); r != "" && m.reasoning == nil {
-		m.reasoning = &r
+	m.toolCallID = first(format.String(f[mToolCallID]), format.String(f[mToolUseID]))
+	if calls := openAICalls(f[mToolCalls]); len(m.calls) == 0 {
+		if len(calls) > 0 {
+			m.calls = calls // without a copy
+		}
+	} else {
+		m.calls = append(m.calls, calls...)
+	}
+	if r := first(format.String(f[mReasoningContent]), format.String(f[mReasoning])); r != "" && m.reasoning == nil {
+		m.reasoning = boxed(r)
 	}
 	return m
 }
@@ -203,7 +245,7 @@ func contentMessage(role string, content json.RawMessage) message {
 		m.calls, m.reasoning, m.toolCallID = nil, nil, ""
 	}
 	if text, kind, ok := format.Content(content); ok {
-		m.text, m.kind = &text, kind
+		m.text, m.kind = boxed(text), kind
 	}
 	return m
 }
@@ -279,35 +321,44 @@ func agentOutput(raw json.RawMessage) (m message, usage map[string]json.RawMessa
 		s := format.String(raw)
 		return message{role: "assistant", text: &s, kind: format.KindText}, nil, true
 	}
-	var f [9][]byte
+	var f [numOutputFields][]byte
 	if !subFields(raw, outputKeys, f[:]) {
 		return message{}, nil, false
 	}
-	usage = subObject(f[0])
+	usage = subObject(f[oUsage])
 	if usage == nil {
-		usage = subObject(f[1])
+		usage = subObject(f[oUsageMetadata])
 	}
 	switch {
-	case f[2] != nil: // a whole chat completion
-		choices, ok := objectArray(f[2])
+	case f[oChoices] != nil: // a whole chat completion
+		choices, ok := objectArray(f[oChoices])
 		if !ok || len(choices) == 0 || !isObject(choices[0]["message"]) {
 			return message{}, usage, false
 		}
 		return decodeMessage(choices[0]["message"]), usage, true
-	case f[3] != nil: // Gemini
-		cands, ok := objectArray(f[3])
+	case f[oCandidates] != nil: // Gemini
+		cands, ok := objectArray(f[oCandidates])
 		if !ok || len(cands) == 0 || !isObject(cands[0]["content"]) {
 			return message{}, usage, false
 		}
 		return decodeMessage(cands[0]["content"]), usage, true
-	case isObject(f[4]):
-		return decodeMessage(f[4]), usage, true
-	case f[5] != nil || f[6] != nil:
-		return decodeMessage(raw), usage, true
-	case f[7] != nil || f[8] != nil: // Relay's {"response": "..."}
-		return contentMessage("assistant", first2(f[7], f[8])), usage, true
+	case isObject(f[oMessage]):
+		return decodeMessage(f[oMessage]), usage, true
+	case f[mContent] != nil || f[mToolCalls] != nil: // the output is the message
+		return messageOf((*messageFields)(f[:numMessageFields])), usage, true
+	case f[oResponse] != nil || f[oText] != nil: // Relay's {"response": "..."}
+		return contentMessage("assistant", first2(f[oResponse], f[oText])), usage, true
 	}
 	return message{}, usage, false
+}
+
+// boxed is &s, allocated only where it is called: a variable whose
+// address is taken moves to the heap where it is declared, which in an if
+// statement's init is before the condition is tested.
+func boxed(s string) *string {
+	p := new(string)
+	*p = s
+	return p
 }
 
 func first2(a, b json.RawMessage) json.RawMessage {

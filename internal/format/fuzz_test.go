@@ -63,7 +63,8 @@ func FuzzValues(f *testing.F) {
 // and elements that a full decode sees, and String decodes strings identically.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
-		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}"} {
+		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}",
+		`{"ids": [100, 101, 102, 103, 104, 105, 106, 107, 108, 109],"lp":[-0.1,-0.30000000000000004,{"k":[1,2]},"]"],` + "\n        " + `"x": [1,[2,[3]],{"y":{}}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -116,7 +115,7 @@ func (b *builder) addStep(m object, at loc) {
 	case hasObs && st.Source == model.SourceSystem:
 		st.MessageKind = kindSystemOp
 	}
-	st.Extra = format.Extra(m)
+	st.Extra = extra(m)
 }
 
 // stepID returns the step's id as text, unique within the Storyline.
@@ -185,8 +184,8 @@ func (b *builder) setMetrics(st *model.Step, m object, at loc) {
 		delete(m, "metrics")
 		return
 	}
-	var mm object
-	if jsonx.Unmarshal(raw, &mm) != nil {
+	mm, ok := objectOf(raw)
+	if !ok {
 		b.warn.add("metrics-bad", at, "metrics is not an object; kept in extra")
 		return
 	}
@@ -203,8 +202,7 @@ func (b *builder) setMetrics(st *model.Step, m object, at loc) {
 		}
 	}
 	if ex := mm["extra"]; !format.IsNull(ex) {
-		var e object
-		if jsonx.Unmarshal(ex, &e) == nil {
+		if e, ok := objectOf(ex); ok {
 			st.ReasoningTokens = optInt(e, "reasoning_tokens")
 			putRaw(mm, "extra", rest(e))
 		}
@@ -220,8 +218,8 @@ func (b *builder) addCalls(m object, stepID string, at loc) {
 		delete(m, "tool_calls")
 		return
 	}
-	var calls []object
-	if jsonx.Unmarshal(raw, &calls) != nil {
+	calls, ok := objectsOf(raw)
+	if !ok {
 		b.warn.add("tool-calls-bad", at, "tool_calls is not an array of objects; kept in extra")
 		return
 	}

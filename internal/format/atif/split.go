@@ -25,22 +25,7 @@ func objectOf(raw []byte) (m object, ok bool) {
 
 // objectsOf is objectOf for an array of objects: ok false unless raw is an
 // array (or null) whose elements are objects or null (a nil object).
-func objectsOf(raw []byte) ([]object, bool) {
-	if format.IsNull(raw) {
-		return nil, true
-	}
-	elems, ok := format.SplitArray(raw)
-	if !ok {
-		return nil, false
-	}
-	list := make([]object, len(elems))
-	for i, e := range elems {
-		if list[i], ok = objectOf(e); !ok {
-			return nil, false
-		}
-	}
-	return list, true
-}
+func objectsOf(raw []byte) ([]object, bool) { return format.SplitObjects(raw) }
 
 // extra is format.Extra for an object split from a validated document: its
 // values need no second validation.

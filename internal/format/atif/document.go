@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,9 @@ func (n *node) addInlineSteps() {
 		n.b.warn.add("steps-bad", n.at.at("steps"), "steps is not an array of objects; ignored")
 		return
 	}
+	// Steps are large: growing the slice one step at a time copied them
+	// again and again.
+	n.b.sl.Steps = slices.Grow(n.b.sl.Steps, len(steps))
 	for i, st := range steps {
 		if st == nil {
 			n.b.warn.add("step-null", n.at.at("steps", i), "null step skipped")

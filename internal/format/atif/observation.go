@@ -12,13 +12,14 @@ import (
 
 // addObservation reads the step's observation and links its results to the
 // tool calls sl.ToolCalls[first:]. Unmapped members stay in m["observation"].
-// It reports whether the step had an observation.
-func (b *builder) addObservation(idx int, m object, first int, at loc) bool {
+// It reports whether the step had an observation. step locates the step.
+func (b *builder) addObservation(idx int, m object, first int, step loc) bool {
 	raw := m["observation"]
 	if format.IsNull(raw) {
 		delete(m, "observation")
 		return false
 	}
+	at := step.at("observation")
 	obs, ok := objectOf(raw)
 	if !ok {
 		b.warn.add("observation-bad", at, "observation is not an object; kept in extra")

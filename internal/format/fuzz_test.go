@@ -63,7 +63,8 @@ func FuzzValues(f *testing.F) {
 // and elements that a full decode sees, and String decodes strings identically.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a":1,"b":[1,2,{"c":"}"}],"d":"x\"y"}`, `{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null,"a\"b":2}`,
-		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}"} {
+		` [ "\\\"", {} , [ ] ,-1e5,true ] `, `"caf\u00e9"`, `{"messages":[{"role":"user","content":"hi"}]}`, "{\"\x80\":[]}", ` [ {"a" : [1, {"b":[]}] } , null,{}, {"c":"]"} ] `, `[{"a":1},2]`,
+		`{"ids": [100, 101, 102, 103, 104, 105, 106, 107, 108, 109],"lp":[-0.1,-0.30000000000000004,{"k":[1,2]},"]"],` + "\n        " + `"x": [1,[2,[3]],{"y":{}}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -104,6 +105,25 @@ func FuzzSplit(f *testing.F) {
 			for i := range got {
 				if !bytes.Equal(compactJSON(t, got[i]), compactJSON(t, wantArr[i])) {
 					t.Fatalf("element %d: split %s, codec %s", i, got[i], wantArr[i])
+				}
+			}
+		}
+		var wantObjs []map[string]json.RawMessage
+		wantOK := json.Unmarshal(data, &wantObjs) == nil
+		gotObjs, ok := SplitObjects(data)
+		if ok != wantOK || ok && len(gotObjs) != len(wantObjs) {
+			t.Fatalf("SplitObjects: %d objects, %v; codec %d, %v", len(gotObjs), ok, len(wantObjs), wantOK)
+		}
+		for i, want := range wantObjs {
+			if !ok {
+				break
+			}
+			if got := gotObjs[i]; (got == nil) != (want == nil) || len(got) != len(want) {
+				t.Fatalf("SplitObjects element %d: %q, codec %q", i, got, want)
+			}
+			for k, v := range want {
+				if !bytes.Equal(compactJSON(t, gotObjs[i][k]), compactJSON(t, v)) {
+					t.Fatalf("SplitObjects element %d member %q: %s, codec %s", i, k, gotObjs[i][k], v)
 				}
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -103,11 +102,12 @@ func (b *builder) addStep(m object, at loc) {
 		delete(m, k)
 	}
 	st.Timestamp = b.stepTime(m, at)
-	b.setMetrics(st, m, at.at("metrics"))
+	// The members' pointers are written only for members that are there.
+	b.setMetrics(st, m, at)
 
 	first := len(b.sl.ToolCalls)
-	b.addCalls(m, st.StepID, at.at("tool_calls"))
-	hasObs := b.addObservation(idx, m, first, at.at("observation"))
+	b.addCalls(m, st.StepID, at)
+	hasObs := b.addObservation(idx, m, first, at)
 	st = &b.sl.Steps[idx]
 	switch {
 	case st.MessageKind == format.KindMultimodal:
@@ -116,7 +116,7 @@ func (b *builder) addStep(m object, at loc) {
 	case hasObs && st.Source == model.SourceSystem:
 		st.MessageKind = kindSystemOp
 	}
-	st.Extra = format.Extra(m)
+	st.Extra = extra(m)
 }
 
 // stepID returns the step's id as text, unique within the Storyline.
@@ -174,19 +174,24 @@ func (b *builder) stepTime(m object, at loc) *time.Time {
 }
 
 // tokenArrays are per-token metrics that can hold one number per prompt
-// token: only their lengths are kept.
-var tokenArrays = []string{"prompt_token_ids", "completion_token_ids", "logprobs"}
+// token: only their lengths are kept, under the second name.
+var tokenArrays = [][2]string{
+	{"prompt_token_ids", "prompt_token_ids_len"},
+	{"completion_token_ids", "completion_token_ids_len"},
+	{"logprobs", "logprobs_len"},
+}
 
 // setMetrics maps the step metrics and leaves their unmapped rest in
-// m["metrics"] (or removes it).
-func (b *builder) setMetrics(st *model.Step, m object, at loc) {
+// m["metrics"] (or removes it). step locates the step.
+func (b *builder) setMetrics(st *model.Step, m object, step loc) {
 	raw := m["metrics"]
 	if format.IsNull(raw) {
 		delete(m, "metrics")
 		return
 	}
-	var mm object
-	if jsonx.Unmarshal(raw, &mm) != nil {
+	at := step.at("metrics")
+	mm, ok := objectOf(raw)
+	if !ok {
 		b.warn.add("metrics-bad", at, "metrics is not an object; kept in extra")
 		return
 	}
@@ -195,16 +200,15 @@ func (b *builder) setMetrics(st *model.Step, m object, at loc) {
 	st.CachedTokens = optInt(mm, "cached_tokens")
 	st.CostUSD = optFloat(mm, "cost_usd")
 	for _, k := range tokenArrays {
-		if v, ok := mm[k]; ok {
+		if v, ok := mm[k[0]]; ok {
 			if n, isArray := arrayLen(v); isArray {
-				delete(mm, k)
-				mm[k+"_len"] = json.RawMessage(strconv.Itoa(n))
+				delete(mm, k[0])
+				mm[k[1]] = json.RawMessage(strconv.Itoa(n))
 			}
 		}
 	}
 	if ex := mm["extra"]; !format.IsNull(ex) {
-		var e object
-		if jsonx.Unmarshal(ex, &e) == nil {
+		if e, ok := objectOf(ex); ok {
 			st.ReasoningTokens = optInt(e, "reasoning_tokens")
 			putRaw(mm, "extra", rest(e))
 		}
@@ -213,15 +217,16 @@ func (b *builder) setMetrics(st *model.Step, m object, at loc) {
 }
 
 // addCalls maps a step's tool_calls. A value that is not an array of
-// objects stays in the step's extra.
-func (b *builder) addCalls(m object, stepID string, at loc) {
+// objects stays in the step's extra. step locates the step.
+func (b *builder) addCalls(m object, stepID string, step loc) {
 	raw := m["tool_calls"]
 	if format.IsNull(raw) {
 		delete(m, "tool_calls")
 		return
 	}
-	var calls []object
-	if jsonx.Unmarshal(raw, &calls) != nil {
+	at := step.at("tool_calls")
+	calls, ok := objectsOf(raw)
+	if !ok {
 		b.warn.add("tool-calls-bad", at, "tool_calls is not an array of objects; kept in extra")
 		return
 	}

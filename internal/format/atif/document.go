@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,9 +26,12 @@ func normalizeDocument(ctx context.Context, r io.Reader, src format.Source, emit
 		return err
 	}
 	defer release()
-	var m object
-	if err := jsonx.Unmarshal(data, &m); err != nil {
-		return format.DocumentError(src, data, "atif", err)
+	m, ok := object(nil), jsonx.Valid(data)
+	if ok {
+		m, ok = objectOf(data)
+	}
+	if !ok {
+		return format.DocumentError(src, data, "atif", decodeError(data))
 	}
 	if m == nil {
 		return format.Errorf(src, 0, "", "atif: document is not a JSON object")
@@ -56,11 +60,14 @@ func (n *node) addInlineSteps() {
 		}
 		return
 	}
-	var steps []object
-	if jsonx.Unmarshal(raw, &steps) != nil {
+	steps, ok := objectsOf(raw)
+	if !ok {
 		n.b.warn.add("steps-bad", n.at.at("steps"), "steps is not an array of objects; ignored")
 		return
 	}
+	// Steps are large: growing the slice one step at a time copied them
+	// again and again.
+	n.b.sl.Steps = slices.Grow(n.b.sl.Steps, len(steps))
 	for i, st := range steps {
 		if st == nil {
 			n.b.warn.add("step-null", n.at.at("steps", i), "null step skipped")
@@ -151,8 +158,8 @@ func (s *sessions) newNode(m object, at loc, id identity, prefix, inherited stri
 	if format.IsNull(subs) {
 		return n
 	}
-	var list []object
-	if jsonx.Unmarshal(subs, &list) != nil {
+	list, ok := objectsOf(subs)
+	if !ok {
 		b.warn.add("subagents-bad", at.at("subagent_trajectories"), "subagent_trajectories is not an array of objects; kept in extra")
 		b.sl.Run.Extra = format.MergeExtra(b.sl.Run.Extra, "subagent_trajectories", subs)
 		return n

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -78,4 +79,62 @@ func FuzzDetect(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzSplit checks the in-place split of a validated document against
+// decoding it (what the adapter did before): objectOf and objectsOf accept
+// what decoding into an object or a list of objects accepts, with the same
+// members as written, and extra writes what format.Extra writes.
+func FuzzSplit(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte(`[null, {"a":null, "b" : [1, 2] ,"\u0061":2}, {"c":{ "d" : "\u00e9\"" }}]`))
+	f.Add([]byte(`{"k":"v","k":{"x":[]},"\u00e9":"\ud800","\xff":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsonx.Valid(data) {
+			return
+		}
+		var want object
+		wantOK := jsonx.Unmarshal(data, &want) == nil
+		got, ok := objectOf(data)
+		if ok != wantOK || !sameObject(got, want) {
+			t.Fatalf("objectOf(%s) = %q, %v; decoding gives %q, %v", data, got, ok, want, wantOK)
+		}
+		if ok {
+			if g, w := extra(got), format.Extra(want); (g == nil) != (w == nil) || g != nil && *g != *w {
+				t.Fatalf("extra(%s) = %v, format.Extra %v", data, deref(g), deref(w))
+			}
+		}
+		var wantList []object
+		wantOK = jsonx.Unmarshal(data, &wantList) == nil
+		gotList, ok := objectsOf(data)
+		if ok != wantOK || len(gotList) != len(wantList) {
+			t.Fatalf("objectsOf(%s) = %d elements, %v; decoding gives %d, %v", data, len(gotList), ok, len(wantList), wantOK)
+		}
+		for i := range gotList {
+			if !sameObject(gotList[i], wantList[i]) {
+				t.Fatalf("objectsOf(%s)[%d] = %q; decoding gives %q", data, i, gotList[i], wantList[i])
+			}
+		}
+	})
+}
+
+// sameObject compares members as written (nil and empty alike, as the
+// adapter reads them).
+func sameObject(a, b object) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if w, ok := a[k]; !ok || !bytes.Equal(w, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -1,6 +1,7 @@
 package atif
 
 import (
+	"bytes"
 	"context"
 	"io"
 
@@ -50,12 +51,14 @@ func (l *lineReader) line(n int64, line []byte) error {
 		return l.bad
 	}
 	at := loc{line: n}
-	var m object
-	if err := jsonx.Unmarshal(line, &m); err != nil || m == nil {
-		if err != nil && !jsonx.Valid(line) {
-			l.bad = format.Errorf(l.src, n, "", "atif: invalid JSON line: %w", err)
-			return nil
-		}
+	if !jsonx.Valid(line) {
+		l.bad = format.Errorf(l.src, n, "", "atif: invalid JSON line: %w", decodeError(line))
+		return nil
+	}
+	// Steps and pending results keep members of the line until the
+	// Storyline ends, and the line reader reuses its buffer.
+	m := format.SplitObject(bytes.Clone(line))
+	if m == nil {
 		l.current(at).b.warn.add("line-not-object", at, "line is not a JSON object; skipped")
 		return nil
 	}

@@ -12,23 +12,24 @@ import (
 
 // addObservation reads the step's observation and links its results to the
 // tool calls sl.ToolCalls[first:]. Unmapped members stay in m["observation"].
-// It reports whether the step had an observation.
-func (b *builder) addObservation(idx int, m object, first int, at loc) bool {
+// It reports whether the step had an observation. step locates the step.
+func (b *builder) addObservation(idx int, m object, first int, step loc) bool {
 	raw := m["observation"]
 	if format.IsNull(raw) {
 		delete(m, "observation")
 		return false
 	}
-	var obs object
-	if jsonx.Unmarshal(raw, &obs) != nil {
+	at := step.at("observation")
+	obs, ok := objectOf(raw)
+	if !ok {
 		b.warn.add("observation-bad", at, "observation is not an object; kept in extra")
 		return true
 	}
 	stepID := b.sl.Steps[idx].StepID
 	var results []result
 	if rr, ok := obs["results"]; ok {
-		var list []object
-		if jsonx.Unmarshal(rr, &list) != nil {
+		list, ok := objectsOf(rr)
+		if !ok {
 			b.warn.add("results-bad", at.at("results"), "observation.results is not an array of objects; kept in extra")
 			return true
 		}
@@ -70,10 +71,7 @@ func (b *builder) readResult(r object, stepID string, at loc) result {
 func (b *builder) looseResult(obs object, message *string, at loc) result {
 	b.warn.add("loose-observation", at, "observation is {type,content,result} instead of {results:[...]}; read as one result")
 	res := result{rest: obs, at: at}
-	var out object
-	if jsonx.Unmarshal(obs["result"], &out) != nil {
-		out = nil
-	}
+	out, _ := objectOf(obs["result"])
 	content := obs["content"]
 	if format.IsNull(content) {
 		content = out["output"]
@@ -110,8 +108,8 @@ func (b *builder) looseResult(obs object, message *string, at loc) result {
 // the child Storyline's session_id, file and session refs are not followed.
 // It reports whether every ref mapped fully (nothing left for extra).
 func (b *builder) addRefs(raw json.RawMessage, stepID string, at loc) bool {
-	var refs []object
-	if jsonx.Unmarshal(raw, &refs) != nil {
+	refs, ok := objectsOf(raw)
+	if !ok {
 		b.warn.add("refs-bad", at, "subagent_trajectory_ref is not an array of objects; kept in extra")
 		return false
 	}
@@ -285,7 +283,7 @@ func (b *builder) finish(file string) *model.Storyline {
 		default:
 			cm.rest["result_extra"] = rawArray(cm.resultRest)
 		}
-		b.sl.ToolCalls[i].Extra = format.Extra(cm.rest)
+		b.sl.ToolCalls[i].Extra = extra(cm.rest)
 	}
 	if len(b.refs) > 0 {
 		if data, err := jsonx.Marshal(b.refs); err == nil {

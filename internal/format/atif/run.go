@@ -42,7 +42,7 @@ func (b *builder) setRoot(m object, at loc, inherited string) {
 	}
 	putRaw(m, "agent", agentRest)
 	putRaw(m, "final_metrics", finalRest)
-	r.Extra = format.Extra(m)
+	r.Extra = extra(m)
 }
 
 func (b *builder) setVersion(raw json.RawMessage, at loc, inherited string) {
@@ -74,8 +74,8 @@ func (b *builder) setAgent(raw json.RawMessage, at loc) json.RawMessage {
 		b.warn.add("agent-missing", at, "agent is missing")
 		return nil
 	}
-	var a object
-	if jsonx.Unmarshal(raw, &a) != nil {
+	a, ok := objectOf(raw)
+	if !ok {
 		b.warn.add("agent-bad", at, "agent is not an object; kept in extra")
 		return raw
 	}
@@ -106,8 +106,8 @@ func (b *builder) setFinalMetrics(raw json.RawMessage, at loc) json.RawMessage {
 	if format.IsNull(raw) {
 		return nil
 	}
-	var f object
-	if jsonx.Unmarshal(raw, &f) != nil {
+	f, ok := objectOf(raw)
+	if !ok {
 		b.warn.add("final-metrics-bad", at, "final_metrics is not an object; kept in extra")
 		return raw
 	}
@@ -124,8 +124,7 @@ func (b *builder) setFinalMetrics(raw json.RawMessage, at loc) json.RawMessage {
 // timestamp: extra.start_time/end_time (loose producers) and the JSONL
 // header's created_at, plus extra.success for the status.
 func (b *builder) readRunTimes(m object) {
-	var ex object
-	if raw := m["extra"]; !format.IsNull(raw) && jsonx.Unmarshal(raw, &ex) == nil {
+	if ex, ok := objectOf(m["extra"]); ok && ex != nil {
 		b.startFallback, _ = format.Time(ex["start_time"])
 		b.endFallback, _ = format.Time(ex["end_time"])
 		if ok, valid := format.Bool(ex["success"]); valid {
@@ -196,16 +195,13 @@ func member(raw json.RawMessage, key string) json.RawMessage {
 	if format.IsNull(raw) {
 		return nil
 	}
-	var o object
-	if jsonx.Unmarshal(raw, &o) != nil {
-		return nil
-	}
+	o, _ := objectOf(raw)
 	return o[key]
 }
 
 // rest returns o as compact JSON, or nil when empty.
 func rest(o object) json.RawMessage {
-	if p := format.Extra(o); p != nil {
+	if p := extra(o); p != nil {
 		return json.RawMessage(*p)
 	}
 	return nil

@@ -151,7 +151,7 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived str
 		r.Status = model.StatusError
 	}
 	b.outcome(obj)
-	r.Extra = format.StripExtra(format.Extra(obj))
+	r.Extra = format.StripExtra(extra(obj))
 }
 
 // recordID is the line's instance_id, else a resolver line's issue as
@@ -213,7 +213,7 @@ func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...a
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
-		st.Extra = format.StripExtra(format.Extra(ev))
+		st.Extra = format.StripExtra(extra(ev))
 		b.sl.Steps = append(b.sl.Steps, st)
 	}
 }
@@ -348,7 +348,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		// Its result: the final thought, else the outputs, else (before
 		// final_thought existed) the thought.
 		finalThought = format.String(args["final_thought"])
-		if out := format.Extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
+		if out := extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
 			finalThought = *out
 		}
 		if finalThought == "" {
@@ -382,7 +382,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 			// one carries nothing.
 			delete(args, "thought")
 			a := "{}"
-			if e := format.Extra(args); e != nil {
+			if e := extra(args); e != nil {
 				a = *e
 			}
 			tc.Arguments, tc.ArgumentsValid = model.StrAlways(a), true
@@ -394,7 +394,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 			delete(meta, "tool_call_id")
 			delete(meta, "function_name")
 			b.meta[len(b.sl.ToolCalls)] = append(json.RawMessage(nil), ev["tool_call_metadata"]...)
-			if e := format.Extra(meta); e != nil {
+			if e := extra(meta); e != nil {
 				ev["tool_call_metadata"] = json.RawMessage(*e)
 			} else {
 				delete(ev, "tool_call_metadata")
@@ -412,7 +412,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		}
 		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
 	} else if args != nil {
-		if e := format.Extra(args); e != nil {
+		if e := extra(args); e != nil {
 			ev["args"] = json.RawMessage(*e)
 		} else {
 			delete(ev, "args")
@@ -422,7 +422,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		delete(ev, "source") // implied by the step source
 	}
 	dropMessage(ev, st.MessageValue)
-	st.Extra = format.StripExtra(format.Extra(ev))
+	st.Extra = format.StripExtra(extra(ev))
 	if countedOn != "" {
 		st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(countedOn))
 	}
@@ -477,7 +477,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	}
 	extras := ev["extras"]
 	if _, ok := ev["extras"]; !ok && legacy {
-		if e := format.Extra(inlined(ev, observationEnvelope)); e != nil {
+		if e := extra(inlined(ev, observationEnvelope)); e != nil {
 			ev["extras"] = json.RawMessage(*e)
 			extras = ev["extras"]
 		}
@@ -545,7 +545,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		}
 	}
 	dropMessage(ev, st.MessageValue)
-	st.Extra = format.StripExtra(format.Extra(ev))
+	st.Extra = format.StripExtra(extra(ev))
 	b.sl.Steps = append(b.sl.Steps, st)
 }
 
@@ -590,7 +590,7 @@ func (b *builder) recallObservation(k int, cause, id string, ts *time.Time, cont
 	delete(ev, "cause")
 	delete(ev, "observation")
 	dropMessage(ev, content)
-	if e := format.Extra(ev); e != nil {
+	if e := extra(ev); e != nil {
 		st.Extra = format.StripExtra(format.MergeExtra(st.Extra, "recall_observation", json.RawMessage(*e)))
 	}
 }
@@ -649,4 +649,20 @@ func (b *builder) finish() *model.Storyline {
 	r.StartedAt, r.EndedAt = format.StepTimeRange(sl.Steps)
 	sl.Finalize(b.src.File)
 	return sl
+}
+
+// extra is format.Extra for members split from a validated line or
+// document: their values are valid JSON, so they are compacted without
+// being validated again (half the cost of an extra in profiles). A value
+// left empty by a lookup of an absent member takes format.Extra's path.
+func extra(obj map[string]jsonx.RawMessage) *string {
+	var buf [16]string // most objects fit: the names stay off the heap
+	names := buf[:0]
+	for k, v := range obj {
+		if len(v) == 0 {
+			return format.Extra(obj)
+		}
+		names = append(names, k)
+	}
+	return format.ExtraNamed(obj, names, nil)
 }

@@ -86,36 +86,41 @@ func (b *builder) warn(msg string, parts ...any) {
 // idSet makes session ids taken from the data unique within one file.
 type idSet map[string]int
 
-// identity sets run and session ids: the data's id when it has one (a
-// repeat gets #n, with the original kept), else the derived one.
-func (b *builder) identity(ids idSet, dataID, derived string) {
-	r := &b.sl.Run
-	if dataID == "" {
-		r.RunID, r.SessionID = derived, derived
-		return
-	}
-	r.RunID, r.SessionID = dataID, dataID
-	n := ids[dataID]
-	ids[dataID] = n + 1
+// unique returns the session id of a record whose own id is id: id
+// itself the first time, else id#n, with the original to keep.
+func (ids idSet) unique(id string) (sessionID string, original *string) {
+	n := ids[id]
+	ids[id] = n + 1
 	if n == 0 {
-		return
+		return id, nil
 	}
 	for {
 		n++
-		cand := dataID + "#" + strconv.Itoa(n)
+		cand := id + "#" + strconv.Itoa(n)
 		if ids[cand] == 0 {
 			ids[cand] = 1
-			r.SessionID, r.OriginalSessionID = cand, model.Str(dataID)
-			return
+			return cand, model.Str(id)
 		}
 	}
 }
 
+// identity sets run and session ids: the data's id when it has one, else
+// the derived one. A record's id is made unique within its file later
+// (outputRecords.Finish).
+func (b *builder) identity(dataID, derived string) {
+	r := &b.sl.Run
+	if dataID == "" {
+		dataID = derived
+	}
+	r.RunID, r.SessionID = dataID, dataID
+}
+
 // record maps an output line (or a trajectory object): its history gives
 // the steps; every other member goes to runs.extra, and some also to
-// columns.
-func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived string) {
-	b.identity(ids, recordID(obj), derived)
+// columns. It returns the record's own id ("" when it has none).
+func (b *builder) record(obj map[string]jsonx.RawMessage, derived string) (id string) {
+	id = recordID(obj)
+	b.identity(id, derived)
 	r := &b.sl.Run
 	if elems, isArray := format.SplitArray(obj["history"]); isArray {
 		b.events(elems, "history")
@@ -152,6 +157,7 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived str
 	}
 	b.outcome(obj)
 	r.Extra = format.StripExtra(extra(obj))
+	return id
 }
 
 // recordID is the line's instance_id, else a resolver line's issue as

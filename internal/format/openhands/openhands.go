@@ -18,6 +18,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // Layouts; runs.source_format is "openhands/<layout>".
@@ -87,21 +88,20 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 // Normalize emits one Storyline per output line (jsonl) or per document
 // (json).
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
-	ids := idSet{}
 	switch layout {
 	case LayoutJSONL:
+		recs := &outputRecords{ids: idSet{}}
 		return format.EachLine(ctx, r, func(n int64, line []byte) error {
-			obj, err := lineObject(src, n, line)
+			sl, id, err := recs.Record(src, n, line)
 			if err != nil {
 				return err
 			}
-			b := newBuilder(src, LayoutJSONL, loc{line: n})
-			b.record(obj, ids, fmt.Sprintf("line-%d", n))
-			return emit(b.finish())
+			recs.Finish(sl, id)
+			return emit(sl)
 		})
 	case LayoutEvents:
 		b := newBuilder(src, LayoutEvents, loc{})
-		b.identity(ids, "", fileID(src))
+		b.identity("", fileID(src))
 		i := 0
 		at := func(_ int, parts ...any) []any { return parts } // the line locates the event
 		err := format.EachLine(ctx, r, func(n int64, line []byte) error {
@@ -127,16 +127,52 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		defer release()
 		b := newBuilder(src, LayoutJSON, loc{})
 		if elems, ok := format.SplitArray(data); ok {
-			b.identity(ids, "", fileID(src))
+			b.identity("", fileID(src))
 			b.events(elems, "")
 		} else if obj := format.SplitObject(data); obj != nil {
-			b.record(obj, ids, fileID(src))
+			b.record(obj, fileID(src)) // one record: its id is unique in the file
 		} else {
 			return format.Errorf(src, 1, "", "openhands trajectory is neither a JSON array nor an object")
 		}
 		return emit(b.finish())
 	}
 	return fmt.Errorf("openhands: unknown layout %q", layout)
+}
+
+// LineRecords: an evaluation output.jsonl holds one instance per line.
+func (adapter) LineRecords(layout string) format.RecordNormalizer {
+	if layout != LayoutJSONL {
+		return nil
+	}
+	return &outputRecords{ids: idSet{}}
+}
+
+// outputRecords normalizes the instances of one output.jsonl. Only the
+// ids taken from the data depend on earlier lines (a repeated one gets
+// #n): a record is built with its own id, which Finish makes unique.
+type outputRecords struct {
+	ids idSet
+}
+
+func (*outputRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
+	obj, err := lineObject(src, lineNo, line)
+	if err != nil {
+		return nil, "", err
+	}
+	b := newBuilder(src, LayoutJSONL, loc{line: lineNo})
+	id := b.record(obj, fmt.Sprintf("line-%d", lineNo))
+	return b.finish(), id, nil
+}
+
+// Finish makes a record's own id unique within the file.
+func (o *outputRecords) Finish(sl *model.Storyline, id string) {
+	if id == "" {
+		return
+	}
+	if sid, orig := o.ids.unique(id); orig != nil {
+		sl.Run.OriginalSessionID = orig
+		sl.SetSessionID(sid)
+	}
 }
 
 // lineObject decodes one JSON Lines record, which must be an object.

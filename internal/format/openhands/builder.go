@@ -118,12 +118,12 @@ func (b *builder) identity(dataID, derived string) {
 // record maps an output line (or a trajectory object): its history gives
 // the steps; every other member goes to runs.extra, and some also to
 // columns. It returns the record's own id ("" when it has none).
-func (b *builder) record(obj map[string]jsonx.RawMessage, derived string) (id string) {
+func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived string) (id string) {
 	id = recordID(obj)
 	b.identity(id, derived)
 	r := &b.sl.Run
-	if elems, isArray := format.SplitArray(obj["history"]); isArray {
-		b.events(elems, "history")
+	if hist.isArray {
+		b.events(hist.elems, hist.events, "history")
 		delete(obj, "history")
 	} else if _, ok := obj["history"]; ok {
 		b.warn("history is not an array; kept in runs.extra", "history")
@@ -174,9 +174,17 @@ func recordID(obj map[string]jsonx.RawMessage) string {
 	return owner + "/" + repo + "#" + number
 }
 
-// events maps the event list; ptr names it in warnings ("" for a
-// top-level array).
-func (b *builder) events(elems [][]byte, ptr string) {
+// splitHistory is the history of obj, split from a validated record
+// (its events are split when they are mapped).
+func splitHistory(obj map[string]jsonx.RawMessage) history {
+	elems, isArray := format.SplitArray(obj["history"])
+	return history{elems: elems, isArray: isArray}
+}
+
+// events maps the event list, whose members split (nil for an element
+// that is not an object) are evs when not nil; ptr names it in warnings
+// ("" for a top-level array).
+func (b *builder) events(elems [][]byte, evs []map[string]jsonx.RawMessage, ptr string) {
 	at := func(i int, parts ...any) []any {
 		if ptr == "" {
 			return append([]any{i}, parts...)
@@ -184,7 +192,12 @@ func (b *builder) events(elems [][]byte, ptr string) {
 		return append([]any{ptr, i}, parts...)
 	}
 	for i, raw := range elems {
-		ev := format.SplitObject(raw)
+		var ev map[string]jsonx.RawMessage
+		if evs != nil {
+			ev = evs[i]
+		} else {
+			ev = format.SplitObject(raw)
+		}
 		if ev == nil {
 			b.warn("event is not a JSON object; kept in runs.extra.invalid_events", at(i)...)
 			b.invalid = append(b.invalid, append(json.RawMessage(nil), raw...))

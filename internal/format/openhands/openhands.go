@@ -105,9 +105,12 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		i := 0
 		at := func(_ int, parts ...any) []any { return parts } // the line locates the event
 		err := format.EachLine(ctx, r, func(n int64, line []byte) error {
-			ev, err := lineObject(src, n, line)
-			if err != nil {
-				return err
+			ev, ok := scanRecord(line, nil)
+			if !ok {
+				var err error
+				if ev, err = lineObject(src, n, line); err != nil {
+					return err
+				}
 			}
 			b.loc.line = n
 			b.event(i, ev, at)
@@ -128,9 +131,9 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		b := newBuilder(src, LayoutJSON, loc{})
 		if elems, ok := format.SplitArray(data); ok {
 			b.identity("", fileID(src))
-			b.events(elems, "")
+			b.events(elems, nil, "")
 		} else if obj := format.SplitObject(data); obj != nil {
-			b.record(obj, fileID(src)) // one record: its id is unique in the file
+			b.record(obj, splitHistory(obj), fileID(src)) // one record: its id is unique in the file
 		} else {
 			return format.Errorf(src, 1, "", "openhands trajectory is neither a JSON array nor an object")
 		}
@@ -155,12 +158,17 @@ type outputRecords struct {
 }
 
 func (*outputRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
-	obj, err := lineObject(src, lineNo, line)
-	if err != nil {
-		return nil, "", err
+	var hist history
+	obj, ok := scanRecord(line, &hist)
+	if !ok {
+		var err error
+		if obj, err = lineObject(src, lineNo, line); err != nil {
+			return nil, "", err
+		}
+		hist = splitHistory(obj)
 	}
 	b := newBuilder(src, LayoutJSONL, loc{line: lineNo})
-	id := b.record(obj, fmt.Sprintf("line-%d", lineNo))
+	id := b.record(obj, hist, fmt.Sprintf("line-%d", lineNo))
 	return b.finish(), id, nil
 }
 

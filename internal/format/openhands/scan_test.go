@@ -1,0 +1,72 @@
+package openhands
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// FuzzScanRecord checks the one-pass scanner against the general path: it
+// accepts a line exactly when jsonx.Valid does and the line is an object
+// (and never one encoding/json rejects), with the members format.SplitObject
+// gives, and the history's elements and their members as format.SplitArray
+// and format.SplitObject give them.
+func FuzzScanRecord(f *testing.F) {
+	for _, data := range [][]byte{testutil.Fixture(f, "output.jsonl"), sample(f, "openhands-sdk_v1_goal_events.jsonl"),
+		sample(f, "openhands_resolver_mock_output.jsonl"), sample(f, "openhands-benchmarks_openagentsafety_v1-sdk_output.jsonl")} {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, s := range []string{`{"history":[{"id":1,"a":{"b":[1,"\u00e9"]}},null,2,"x",[],{}],"history":[{"x":1}]}`,
+		`{"history":[{"x":1}],"history":null}`, `{"hist\u006fry":[{"a":1,"a":2}]}`, ` { "history" : [ { "a" : 1 } , 3 ] , "b" : { } } `,
+		`{"history":[]}`, `{"history":{}}`, `{}`, `{} x`, `[{"a":1}]`, `null`, `{"history":[{"a":1},]}`, `{"history":[{"a" 1}]}`,
+		"{\"history\":[{\"\xff\":\"\x01\"}]}", `{"a":"\ud800","history":[{"b":"\"}"}]}`,
+		`{"history":[` + deep(9998) + `]}`, `{"history":[` + deep(9999) + `]}`,
+		`{"history":[{"a":` + deep(9997) + `}]}`, `{"history":[{"a":` + deep(9998) + `}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var hist history
+		obj, ok := scanRecord(bytes.Clone(line), &hist)
+		valid := jsonx.Valid(line)
+		var want map[string]jsonx.RawMessage
+		if valid {
+			want = format.SplitObject(line)
+		}
+		if ok != (want != nil) {
+			t.Fatalf("scanned %v; jsonx.Valid %v, an object %v", ok, valid, want != nil)
+		}
+		if !ok {
+			return
+		}
+		if !json.Valid(line) {
+			t.Fatal("scanned a line encoding/json rejects")
+		}
+		if !reflect.DeepEqual(obj, want) {
+			t.Fatalf("members %q, want %q", obj, want)
+		}
+		wantHist := splitHistory(want)
+		if hist.isArray != wantHist.isArray || !reflect.DeepEqual(hist.elems, wantHist.elems) {
+			t.Fatalf("history %v %q, want %v %q", hist.isArray, hist.elems, wantHist.isArray, wantHist.elems)
+		}
+		for i, raw := range wantHist.elems {
+			if wantEv := format.SplitObject(raw); !reflect.DeepEqual(hist.events[i], wantEv) {
+				t.Fatalf("event %d members %q, want %q", i, hist.events[i], wantEv)
+			}
+		}
+		if len(hist.events) != len(hist.elems) {
+			t.Fatalf("%d events split for %d elements", len(hist.events), len(hist.elems))
+		}
+		if ev, ok := scanRecord(line, nil); !ok || !reflect.DeepEqual(ev, want) {
+			t.Fatalf("without a history: %v %q", ok, ev)
+		}
+	})
+}

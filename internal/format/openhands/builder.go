@@ -627,15 +627,25 @@ func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
 }
 
 // nonZeroExit reports whether exit_code (or metadata.exit_code, when
-// exit_code is absent or null) is a non-zero number.
+// exit_code is absent or null) of the object raw is a non-zero number.
+// The two members are looked up without splitting raw into a map.
 func nonZeroExit(raw jsonx.RawMessage) bool {
-	ex := format.SplitObject(raw)
-	if ex == nil {
+	var vals [2][]byte
+	if !format.Fields(raw, exitKeys, vals[:]) {
 		return false
 	}
-	code := ex["exit_code"]
+	return exitNonZero(vals[0], vals[1])
+}
+
+var exitKeys = []string{"exit_code", "metadata"}
+
+// exitNonZero is nonZeroExit of an object whose exit_code and metadata
+// members are code and meta.
+func exitNonZero(code, meta []byte) bool {
 	if format.IsNull(code) {
-		code = format.SplitObject(ex["metadata"])["exit_code"]
+		var vals [1][]byte
+		format.Fields(meta, exitKeys[:1], vals[:])
+		code = vals[0]
 	}
 	v, ok := format.Float(code)
 	return ok && v != 0

@@ -70,3 +70,33 @@ func FuzzScanRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNonZeroExit checks nonZeroExit, and exitNonZero of a split object,
+// against their definition on the object's members split into maps.
+func FuzzNonZeroExit(f *testing.F) {
+	for _, s := range []string{`{"exit_code":1}`, `{"exit_code":0,"metadata":{"exit_code":1}}`, `{"exit_code":null,"metadata":{"exit_code":-1}}`,
+		`{"metadata":{"exit_code":"2"},"exit_code":3,"exit_code":null}`, `{"exit_c\u006fde":"1.5"}`, `{"metadata":5}`, `[1]`, `null`, `{"output":"x\ny","exit_code":127}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !jsonx.Valid(raw) {
+			return
+		}
+		ex := format.SplitObject(raw)
+		want := false
+		if ex != nil {
+			code := ex["exit_code"]
+			if format.IsNull(code) {
+				code = format.SplitObject(ex["metadata"])["exit_code"]
+			}
+			v, ok := format.Float(code)
+			want = ok && v != 0
+		}
+		if got := nonZeroExit(raw); got != want {
+			t.Fatalf("nonZeroExit %v, want %v", got, want)
+		}
+		if got := exitNonZero(ex["exit_code"], ex["metadata"]); got != want {
+			t.Fatalf("exitNonZero %v, want %v", got, want)
+		}
+	})
+}

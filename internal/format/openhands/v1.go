@@ -185,7 +185,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 				break
 			}
 		}
-		if isErr, _ := format.Bool(obs["is_error"]); isErr || nonZeroExit(ev["observation"]) {
+		if isErr, _ := format.Bool(obs["is_error"]); isErr || exitNonZero(obs["exit_code"], obs["metadata"]) {
 			status = model.ResultError
 		} else if isErr, _ := format.Bool(obs["error"]); isErr {
 			status = model.ResultError

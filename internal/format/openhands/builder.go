@@ -83,27 +83,6 @@ func (b *builder) warn(msg string, parts ...any) {
 	b.sl.Warnings = append(b.sl.Warnings, model.Warning{Line: b.loc.line, Pointer: format.Pointer(parts...), Message: msg})
 }
 
-// idSet makes session ids taken from the data unique within one file.
-type idSet map[string]int
-
-// unique returns the session id of a record whose own id is id: id
-// itself the first time, else id#n, with the original to keep.
-func (ids idSet) unique(id string) (sessionID string, original *string) {
-	n := ids[id]
-	ids[id] = n + 1
-	if n == 0 {
-		return id, nil
-	}
-	for {
-		n++
-		cand := id + "#" + strconv.Itoa(n)
-		if ids[cand] == 0 {
-			ids[cand] = 1
-			return cand, model.Str(id)
-		}
-	}
-}
-
 // identity sets run and session ids: the data's id when it has one, else
 // the derived one. A record's id is made unique within its file later
 // (outputRecords.Finish).

@@ -90,7 +90,7 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
 	switch layout {
 	case LayoutJSONL:
-		recs := &outputRecords{ids: idSet{}}
+		recs := &outputRecords{ids: format.SessionIDs{}}
 		return format.EachLine(ctx, r, func(n int64, line []byte) error {
 			sl, id, err := recs.Record(src, n, line)
 			if err != nil {
@@ -147,14 +147,14 @@ func (adapter) LineRecords(layout string) format.RecordNormalizer {
 	if layout != LayoutJSONL {
 		return nil
 	}
-	return &outputRecords{ids: idSet{}}
+	return &outputRecords{ids: format.SessionIDs{}}
 }
 
 // outputRecords normalizes the instances of one output.jsonl. Only the
 // ids taken from the data depend on earlier lines (a repeated one gets
 // #n): a record is built with its own id, which Finish makes unique.
 type outputRecords struct {
-	ids idSet
+	ids format.SessionIDs
 }
 
 func (*outputRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
@@ -173,15 +173,7 @@ func (*outputRecords) Record(src format.Source, lineNo int64, line []byte) (*mod
 }
 
 // Finish makes a record's own id unique within the file.
-func (o *outputRecords) Finish(sl *model.Storyline, id string) {
-	if id == "" {
-		return
-	}
-	if sid, orig := o.ids.unique(id); orig != nil {
-		sl.Run.OriginalSessionID = orig
-		sl.SetSessionID(sid)
-	}
-}
+func (o *outputRecords) Finish(sl *model.Storyline, id string) { o.ids.Finish(sl, id) }
 
 // lineObject decodes one JSON Lines record, which must be an object.
 func lineObject(src format.Source, n int64, line []byte) (map[string]jsonx.RawMessage, error) {

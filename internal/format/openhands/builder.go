@@ -160,9 +160,9 @@ func splitHistory(obj map[string]jsonx.RawMessage) history {
 	return history{elems: elems, isArray: isArray}
 }
 
-// events maps the event list, whose members split (nil for an element
-// that is not an object) are evs when not nil; ptr names it in warnings
-// ("" for a top-level array).
+// events maps the event list, the members of whose first len(evs)
+// elements are split already (nil for one that is not an object); ptr
+// names it in warnings ("" for a top-level array).
 func (b *builder) events(elems [][]byte, evs []map[string]jsonx.RawMessage, ptr string) {
 	at := func(i int, parts ...any) []any {
 		if ptr == "" {
@@ -172,7 +172,7 @@ func (b *builder) events(elems [][]byte, evs []map[string]jsonx.RawMessage, ptr 
 	}
 	for i, raw := range elems {
 		var ev map[string]jsonx.RawMessage
-		if evs != nil {
+		if i < len(evs) {
 			ev = evs[i]
 		} else {
 			ev = format.SplitObject(raw)

@@ -15,14 +15,21 @@ import (
 // the input.
 
 // history is a record's event list split: the elements of its history
-// (the last one, when repeated) and the members of each, nil for an
-// element that is not an object. isArray is false when the history is
-// absent or not an array.
+// (the last one, when repeated) and the members of the first ones
+// (presplitEvents at most, nil for an element that is not an object).
+// isArray is false when the history is absent or not an array.
 type history struct {
 	elems   [][]byte
 	events  []map[string]jsonx.RawMessage
 	isArray bool
 }
+
+// presplitEvents bounds the events whose members are split while the line
+// is scanned, all held until the record is mapped: beyond it, as for a
+// history that did not come from a line, each event is split as it is
+// mapped, so that a history of many small events cannot hold a map per
+// element at once.
+const presplitEvents = 4096
 
 // member is one member of an object: its name as written (a JSON string)
 // and its value.
@@ -112,7 +119,8 @@ func scanHistory(b []byte, i, open int, hist *history) (int, bool) {
 		start := i
 		var ev map[string]jsonx.RawMessage
 		var ok bool
-		if i < len(b) && b[i] == '{' {
+		presplit := len(hist.elems) < presplitEvents
+		if presplit && i < len(b) && b[i] == '{' {
 			ev, i, ok = scanObject(b, i, open+1, nil)
 		} else {
 			i, ok = jsonx.ScanValue(b, i, open+1)
@@ -121,7 +129,9 @@ func scanHistory(b []byte, i, open int, hist *history) (int, bool) {
 			return i, false
 		}
 		hist.elems = append(hist.elems, b[start:i])
-		hist.events = append(hist.events, ev)
+		if presplit {
+			hist.events = append(hist.events, ev)
+		}
 		if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
 			i = jsonx.SkipWS(b, i+1)
 			continue

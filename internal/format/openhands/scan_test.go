@@ -30,7 +30,8 @@ func FuzzScanRecord(f *testing.F) {
 		`{"history":[]}`, `{"history":{}}`, `{}`, `{} x`, `[{"a":1}]`, `null`, `{"history":[{"a":1},]}`, `{"history":[{"a" 1}]}`,
 		"{\"history\":[{\"\xff\":\"\x01\"}]}", `{"a":"\ud800","history":[{"b":"\"}"}]}`,
 		`{"history":[` + deep(9998) + `]}`, `{"history":[` + deep(9999) + `]}`,
-		`{"history":[{"a":` + deep(9997) + `}]}`, `{"history":[{"a":` + deep(9998) + `}]}`} {
+		`{"history":[{"a":` + deep(9997) + `}]}`, `{"history":[{"a":` + deep(9998) + `}]}`,
+		`{"history":[` + strings.Repeat(`{"a":1},7,`, presplitEvents/2) + `{"b":2},{"c":` + deep(9998) + `}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -57,13 +58,13 @@ func FuzzScanRecord(f *testing.F) {
 		if hist.isArray != wantHist.isArray || !reflect.DeepEqual(hist.elems, wantHist.elems) {
 			t.Fatalf("history %v %q, want %v %q", hist.isArray, hist.elems, wantHist.isArray, wantHist.elems)
 		}
-		for i, raw := range wantHist.elems {
-			if wantEv := format.SplitObject(raw); !reflect.DeepEqual(hist.events[i], wantEv) {
-				t.Fatalf("event %d members %q, want %q", i, hist.events[i], wantEv)
-			}
-		}
-		if len(hist.events) != len(hist.elems) {
+		if len(hist.events) != min(len(hist.elems), presplitEvents) {
 			t.Fatalf("%d events split for %d elements", len(hist.events), len(hist.elems))
+		}
+		for i, ev := range hist.events {
+			if wantEv := format.SplitObject(wantHist.elems[i]); !reflect.DeepEqual(ev, wantEv) {
+				t.Fatalf("event %d members %q, want %q", i, ev, wantEv)
+			}
 		}
 		if ev, ok := scanRecord(line, nil); !ok || !reflect.DeepEqual(ev, want) {
 			t.Fatalf("without a history: %v %q", ok, ev)
@@ -99,4 +100,33 @@ func FuzzNonZeroExit(f *testing.F) {
 			t.Fatalf("exitNonZero %v, want %v", got, want)
 		}
 	})
+}
+
+// TestLongHistory checks that a history longer than presplitEvents, whose
+// later events are split as they are mapped, gives the Storyline that
+// splitting every event as it is mapped gives.
+func TestLongHistory(t *testing.T) {
+	line := bytes.TrimSpace(bytes.SplitN(sample(t, "openhands-benchmarks_openagentsafety_v1-sdk_output.jsonl"), []byte("\n"), 2)[0])
+	top := format.SplitObject(line)
+	elems, _ := format.SplitArray(top["history"])
+	var many [][]byte
+	for len(many) < presplitEvents+len(elems) {
+		many = append(many, elems...)
+	}
+	long := []byte(`{"instance_id":"long","history":` + string(format.JoinArray(many)) + `}`)
+	src := format.Source{Path: "output.jsonl", File: "output.jsonl"}
+	var hist history
+	obj, ok := scanRecord(long, &hist)
+	if !ok || len(hist.events) != presplitEvents || len(hist.elems) != len(many) {
+		t.Fatalf("scanned %v, %d events split of %d", ok, len(hist.events), len(hist.elems))
+	}
+	b := newBuilder(src, LayoutJSONL, loc{line: 1})
+	b.record(obj, hist, "line-1")
+	got := storylineJSON(t, b.finish())
+	obj = format.SplitObject(long)
+	b = newBuilder(src, LayoutJSONL, loc{line: 1})
+	b.record(obj, splitHistory(obj), "line-1")
+	if want := storylineJSON(t, b.finish()); got != want {
+		t.Fatalf("Storylines differ:\nscanned: %.300s\nsplit:   %.300s", got, want)
+	}
 }

@@ -42,12 +42,19 @@ func StepTimeRange(steps []model.Step) (first, last *time.Time) {
 }
 
 // StripExtra is StripInlineData for an extra column value (nil stays nil).
+// An extra with nothing to strip, nearly all of them, is returned as it
+// is rather than copied back into a new string.
 func StripExtra(extra *string) *string {
-	if extra == nil {
-		return nil
+	if extra == nil || *extra == "" {
+		return extra
 	}
-	out := string(StripInlineData(json.RawMessage(*extra)))
-	return &out
+	raw := json.RawMessage(*extra)
+	out := StripInlineData(raw)
+	if len(out) == len(raw) && &out[0] == &raw[0] { // raw itself: unchanged
+		return extra
+	}
+	s := string(out)
+	return &s
 }
 
 // FileID names a Storyline whose file gives it no id: the file's base name

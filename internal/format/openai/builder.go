@@ -207,37 +207,16 @@ func (h *historyTracker) mark(group string, sl *model.Storyline) {
 	h.group, h.prev = group, prints
 }
 
-// idSet makes session ids taken from the data unique within one file.
-type idSet map[string]int
-
-// unique returns id, or id#n when id was already used, with the original
-// kept for original_session_id.
-func (s idSet) unique(id string) (unique string, original *string) {
-	n := s[id]
-	s[id] = n + 1
-	if n == 0 {
-		return id, nil
-	}
-	for {
-		n++
-		cand := id + "#" + strconv.Itoa(n)
-		if s[cand] == 0 {
-			s[cand] = 1
-			return cand, model.Str(id)
-		}
-	}
-}
-
 // setIdentity sets run and session ids: the data's id when it has one
 // (made unique in ids; as it is when ids is nil), otherwise the derived one.
-func (b *builder) setIdentity(ids idSet, dataID, derived string) {
+func (b *builder) setIdentity(ids format.SessionIDs, dataID, derived string) {
 	if dataID == "" {
 		b.sl.Run.RunID, b.sl.Run.SessionID = derived, derived
 		return
 	}
 	sid, orig := dataID, (*string)(nil)
 	if ids != nil {
-		sid, orig = ids.unique(dataID)
+		sid, orig = ids.Unique(dataID)
 	}
 	b.sl.Run.RunID, b.sl.Run.SessionID, b.sl.Run.OriginalSessionID = dataID, sid, orig
 }

@@ -17,7 +17,7 @@ var messageSessionKeys = []string{"session_id", "conversation_id", "thread_id", 
 // (developer) message follows non-system messages. Only the current
 // conversation is held in memory.
 func normalizeMessageLines(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	ids := idSet{}
+	ids := format.SessionIDs{}
 	var cur *builder
 	var curKey string
 	var next int

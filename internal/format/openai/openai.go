@@ -39,7 +39,7 @@ func (adapter) LineRecords(layout string) format.RecordNormalizer {
 	if layout != layoutChatJSONL {
 		return nil
 	}
-	return &chatRecords{layout: layout, ids: idSet{}}
+	return &chatRecords{layout: layout, ids: format.SessionIDs{}}
 }
 
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {

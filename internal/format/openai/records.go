@@ -38,7 +38,7 @@ func (l loc) derivedID() string {
 // Each record is one conversation (chatRecords; a large chat JSONL is read
 // on every CPU through LineRecords).
 func normalizeChat(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
-	recs := &chatRecords{layout: layout, ids: idSet{}}
+	recs := &chatRecords{layout: layout, ids: format.SessionIDs{}}
 	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
 		sl, id, err := recs.record(src, l, raw)
 		if err != nil {
@@ -54,7 +54,7 @@ func normalizeChat(ctx context.Context, r io.Reader, src format.Source, layout s
 // a record is built with its own id, which Finish makes unique.
 type chatRecords struct {
 	layout string
-	ids    idSet
+	ids    format.SessionIDs
 }
 
 func (c *chatRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
@@ -78,15 +78,7 @@ func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Story
 }
 
 // Finish makes a record's own id unique within the file.
-func (c *chatRecords) Finish(sl *model.Storyline, id string) {
-	if id == "" {
-		return
-	}
-	if sid, orig := c.ids.unique(id); orig != nil {
-		sl.Run.OriginalSessionID = orig
-		sl.SetSessionID(sid)
-	}
-}
+func (c *chatRecords) Finish(sl *model.Storyline, id string) { c.ids.Finish(sl, id) }
 
 // chatMessages maps the message list at `at`, whose first element has
 // index first in the conversation, and returns the index after the last.
@@ -114,7 +106,7 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 // normalizeHarbor reads harbor trace exports: one row per episode, each
 // repeating the run's history up to that episode.
 func normalizeHarbor(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	ids := idSet{}
+	ids := format.SessionIDs{}
 	history := historyTracker{}
 	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
 		top, err := decodeObject(raw)
@@ -136,7 +128,7 @@ func normalizeHarbor(ctx context.Context, r io.Reader, src format.Source, emit f
 		if base != "" {
 			session = base + "/" + episode
 		}
-		sid, _ := ids.unique(session)
+		sid, _ := ids.Unique(session)
 		if runID == "" {
 			runID = sid
 		}
@@ -184,7 +176,7 @@ var shareGPTRoles = map[string]string{
 // normalizeShareGPT reads {conversations:[{from, value}], tools?, system?}
 // records. Calls and observations carry no ids, so results link by order.
 func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	ids := idSet{}
+	ids := format.SessionIDs{}
 	return eachElement(ctx, r, src, func(l loc, raw []byte) error {
 		top, err := decodeObject(raw)
 		if err != nil {

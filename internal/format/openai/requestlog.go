@@ -17,7 +17,7 @@ import (
 // error}, and proxy logs {request{messages}, response{choices}}. Each
 // request re-sends its history; see historyTracker.
 func normalizeRequestLog(ctx context.Context, r io.Reader, src format.Source, emit format.Emit) error {
-	ids := idSet{}
+	ids := format.SessionIDs{}
 	history := historyTracker{strict: true}
 	return format.EachLine(ctx, r, func(n int64, line []byte) error {
 		l := loc{line: n}

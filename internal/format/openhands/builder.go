@@ -83,42 +83,26 @@ func (b *builder) warn(msg string, parts ...any) {
 	b.sl.Warnings = append(b.sl.Warnings, model.Warning{Line: b.loc.line, Pointer: format.Pointer(parts...), Message: msg})
 }
 
-// idSet makes session ids taken from the data unique within one file.
-type idSet map[string]int
-
-// identity sets run and session ids: the data's id when it has one (a
-// repeat gets #n, with the original kept), else the derived one.
-func (b *builder) identity(ids idSet, dataID, derived string) {
+// identity sets run and session ids: the data's id when it has one, else
+// the derived one. A record's id is made unique within its file later
+// (outputRecords.Finish).
+func (b *builder) identity(dataID, derived string) {
 	r := &b.sl.Run
 	if dataID == "" {
-		r.RunID, r.SessionID = derived, derived
-		return
+		dataID = derived
 	}
 	r.RunID, r.SessionID = dataID, dataID
-	n := ids[dataID]
-	ids[dataID] = n + 1
-	if n == 0 {
-		return
-	}
-	for {
-		n++
-		cand := dataID + "#" + strconv.Itoa(n)
-		if ids[cand] == 0 {
-			ids[cand] = 1
-			r.SessionID, r.OriginalSessionID = cand, model.Str(dataID)
-			return
-		}
-	}
 }
 
 // record maps an output line (or a trajectory object): its history gives
 // the steps; every other member goes to runs.extra, and some also to
-// columns.
-func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived string) {
-	b.identity(ids, recordID(obj), derived)
+// columns. It returns the record's own id ("" when it has none).
+func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived string) (id string) {
+	id = recordID(obj)
+	b.identity(id, derived)
 	r := &b.sl.Run
-	if elems, isArray := format.SplitArray(obj["history"]); isArray {
-		b.events(elems, "history")
+	if hist.isArray {
+		b.events(hist.elems, hist.events, "history")
 		delete(obj, "history")
 	} else if _, ok := obj["history"]; ok {
 		b.warn("history is not an array; kept in runs.extra", "history")
@@ -151,7 +135,8 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, ids idSet, derived str
 		r.Status = model.StatusError
 	}
 	b.outcome(obj)
-	r.Extra = format.StripExtra(format.Extra(obj))
+	r.Extra = format.StripExtra(extra(obj))
+	return id
 }
 
 // recordID is the line's instance_id, else a resolver line's issue as
@@ -168,9 +153,17 @@ func recordID(obj map[string]jsonx.RawMessage) string {
 	return owner + "/" + repo + "#" + number
 }
 
-// events maps the event list; ptr names it in warnings ("" for a
-// top-level array).
-func (b *builder) events(elems [][]byte, ptr string) {
+// splitHistory is the history of obj, split from a validated record
+// (its events are split when they are mapped).
+func splitHistory(obj map[string]jsonx.RawMessage) history {
+	elems, isArray := format.SplitArray(obj["history"])
+	return history{elems: elems, isArray: isArray}
+}
+
+// events maps the event list, the members of whose first len(evs)
+// elements are split already (nil for one that is not an object); ptr
+// names it in warnings ("" for a top-level array).
+func (b *builder) events(elems [][]byte, evs []map[string]jsonx.RawMessage, ptr string) {
 	at := func(i int, parts ...any) []any {
 		if ptr == "" {
 			return append([]any{i}, parts...)
@@ -178,7 +171,12 @@ func (b *builder) events(elems [][]byte, ptr string) {
 		return append([]any{ptr, i}, parts...)
 	}
 	for i, raw := range elems {
-		ev := format.SplitObject(raw)
+		var ev map[string]jsonx.RawMessage
+		if i < len(evs) {
+			ev = evs[i]
+		} else {
+			ev = format.SplitObject(raw)
+		}
 		if ev == nil {
 			b.warn("event is not a JSON object; kept in runs.extra.invalid_events", at(i)...)
 			b.invalid = append(b.invalid, append(json.RawMessage(nil), raw...))
@@ -213,7 +211,7 @@ func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...a
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
-		st.Extra = format.StripExtra(format.Extra(ev))
+		st.Extra = format.StripExtra(extra(ev))
 		b.sl.Steps = append(b.sl.Steps, st)
 	}
 }
@@ -348,7 +346,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		// Its result: the final thought, else the outputs, else (before
 		// final_thought existed) the thought.
 		finalThought = format.String(args["final_thought"])
-		if out := format.Extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
+		if out := extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
 			finalThought = *out
 		}
 		if finalThought == "" {
@@ -382,7 +380,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 			// one carries nothing.
 			delete(args, "thought")
 			a := "{}"
-			if e := format.Extra(args); e != nil {
+			if e := extra(args); e != nil {
 				a = *e
 			}
 			tc.Arguments, tc.ArgumentsValid = model.StrAlways(a), true
@@ -394,7 +392,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 			delete(meta, "tool_call_id")
 			delete(meta, "function_name")
 			b.meta[len(b.sl.ToolCalls)] = append(json.RawMessage(nil), ev["tool_call_metadata"]...)
-			if e := format.Extra(meta); e != nil {
+			if e := extra(meta); e != nil {
 				ev["tool_call_metadata"] = json.RawMessage(*e)
 			} else {
 				delete(ev, "tool_call_metadata")
@@ -412,7 +410,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		}
 		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
 	} else if args != nil {
-		if e := format.Extra(args); e != nil {
+		if e := extra(args); e != nil {
 			ev["args"] = json.RawMessage(*e)
 		} else {
 			delete(ev, "args")
@@ -422,7 +420,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		delete(ev, "source") // implied by the step source
 	}
 	dropMessage(ev, st.MessageValue)
-	st.Extra = format.StripExtra(format.Extra(ev))
+	st.Extra = format.StripExtra(extra(ev))
 	if countedOn != "" {
 		st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(countedOn))
 	}
@@ -477,7 +475,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	}
 	extras := ev["extras"]
 	if _, ok := ev["extras"]; !ok && legacy {
-		if e := format.Extra(inlined(ev, observationEnvelope)); e != nil {
+		if e := extra(inlined(ev, observationEnvelope)); e != nil {
 			ev["extras"] = json.RawMessage(*e)
 			extras = ev["extras"]
 		}
@@ -545,7 +543,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		}
 	}
 	dropMessage(ev, st.MessageValue)
-	st.Extra = format.StripExtra(format.Extra(ev))
+	st.Extra = format.StripExtra(extra(ev))
 	b.sl.Steps = append(b.sl.Steps, st)
 }
 
@@ -590,7 +588,7 @@ func (b *builder) recallObservation(k int, cause, id string, ts *time.Time, cont
 	delete(ev, "cause")
 	delete(ev, "observation")
 	dropMessage(ev, content)
-	if e := format.Extra(ev); e != nil {
+	if e := extra(ev); e != nil {
 		st.Extra = format.StripExtra(format.MergeExtra(st.Extra, "recall_observation", json.RawMessage(*e)))
 	}
 }
@@ -608,15 +606,25 @@ func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
 }
 
 // nonZeroExit reports whether exit_code (or metadata.exit_code, when
-// exit_code is absent or null) is a non-zero number.
+// exit_code is absent or null) of the object raw is a non-zero number.
+// The two members are looked up without splitting raw into a map.
 func nonZeroExit(raw jsonx.RawMessage) bool {
-	ex := format.SplitObject(raw)
-	if ex == nil {
+	var vals [2][]byte
+	if !format.Fields(raw, exitKeys, vals[:]) {
 		return false
 	}
-	code := ex["exit_code"]
+	return exitNonZero(vals[0], vals[1])
+}
+
+var exitKeys = []string{"exit_code", "metadata"}
+
+// exitNonZero is nonZeroExit of an object whose exit_code and metadata
+// members are code and meta.
+func exitNonZero(code, meta []byte) bool {
 	if format.IsNull(code) {
-		code = format.SplitObject(ex["metadata"])["exit_code"]
+		var vals [1][]byte
+		format.Fields(meta, exitKeys[:1], vals[:])
+		code = vals[0]
 	}
 	v, ok := format.Float(code)
 	return ok && v != 0
@@ -649,4 +657,20 @@ func (b *builder) finish() *model.Storyline {
 	r.StartedAt, r.EndedAt = format.StepTimeRange(sl.Steps)
 	sl.Finalize(b.src.File)
 	return sl
+}
+
+// extra is format.Extra for members split from a validated line or
+// document: their values are valid JSON, so they are compacted without
+// being validated again (half the cost of an extra in profiles). A value
+// left empty by a lookup of an absent member takes format.Extra's path.
+func extra(obj map[string]jsonx.RawMessage) *string {
+	var buf [16]string // most objects fit: the names stay off the heap
+	names := buf[:0]
+	for k, v := range obj {
+		if len(v) == 0 {
+			return format.Extra(obj)
+		}
+		names = append(names, k)
+	}
+	return format.ExtraNamed(obj, names, nil)
 }

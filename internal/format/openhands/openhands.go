@@ -18,6 +18,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // Layouts; runs.source_format is "openhands/<layout>".
@@ -87,27 +88,29 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 // Normalize emits one Storyline per output line (jsonl) or per document
 // (json).
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
-	ids := idSet{}
 	switch layout {
 	case LayoutJSONL:
+		recs := &outputRecords{ids: format.SessionIDs{}}
 		return format.EachLine(ctx, r, func(n int64, line []byte) error {
-			obj, err := lineObject(src, n, line)
+			sl, id, err := recs.Record(src, n, line)
 			if err != nil {
 				return err
 			}
-			b := newBuilder(src, LayoutJSONL, loc{line: n})
-			b.record(obj, ids, fmt.Sprintf("line-%d", n))
-			return emit(b.finish())
+			recs.Finish(sl, id)
+			return emit(sl)
 		})
 	case LayoutEvents:
 		b := newBuilder(src, LayoutEvents, loc{})
-		b.identity(ids, "", fileID(src))
+		b.identity("", fileID(src))
 		i := 0
 		at := func(_ int, parts ...any) []any { return parts } // the line locates the event
 		err := format.EachLine(ctx, r, func(n int64, line []byte) error {
-			ev, err := lineObject(src, n, line)
-			if err != nil {
-				return err
+			ev, ok := scanRecord(line, nil)
+			if !ok {
+				var err error
+				if ev, err = lineObject(src, n, line); err != nil {
+					return err
+				}
 			}
 			b.loc.line = n
 			b.event(i, ev, at)
@@ -127,10 +130,10 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		defer release()
 		b := newBuilder(src, LayoutJSON, loc{})
 		if elems, ok := format.SplitArray(data); ok {
-			b.identity(ids, "", fileID(src))
-			b.events(elems, "")
+			b.identity("", fileID(src))
+			b.events(elems, nil, "")
 		} else if obj := format.SplitObject(data); obj != nil {
-			b.record(obj, ids, fileID(src))
+			b.record(obj, splitHistory(obj), fileID(src)) // one record: its id is unique in the file
 		} else {
 			return format.Errorf(src, 1, "", "openhands trajectory is neither a JSON array nor an object")
 		}
@@ -138,6 +141,39 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	}
 	return fmt.Errorf("openhands: unknown layout %q", layout)
 }
+
+// LineRecords: an evaluation output.jsonl holds one instance per line.
+func (adapter) LineRecords(layout string) format.RecordNormalizer {
+	if layout != LayoutJSONL {
+		return nil
+	}
+	return &outputRecords{ids: format.SessionIDs{}}
+}
+
+// outputRecords normalizes the instances of one output.jsonl. Only the
+// ids taken from the data depend on earlier lines (a repeated one gets
+// #n): a record is built with its own id, which Finish makes unique.
+type outputRecords struct {
+	ids format.SessionIDs
+}
+
+func (*outputRecords) Record(src format.Source, lineNo int64, line []byte) (*model.Storyline, string, error) {
+	var hist history
+	obj, ok := scanRecord(line, &hist)
+	if !ok {
+		var err error
+		if obj, err = lineObject(src, lineNo, line); err != nil {
+			return nil, "", err
+		}
+		hist = splitHistory(obj)
+	}
+	b := newBuilder(src, LayoutJSONL, loc{line: lineNo})
+	id := b.record(obj, hist, fmt.Sprintf("line-%d", lineNo))
+	return b.finish(), id, nil
+}
+
+// Finish makes a record's own id unique within the file.
+func (o *outputRecords) Finish(sl *model.Storyline, id string) { o.ids.Finish(sl, id) }
 
 // lineObject decodes one JSON Lines record, which must be an object.
 func lineObject(src format.Source, n int64, line []byte) (map[string]jsonx.RawMessage, error) {

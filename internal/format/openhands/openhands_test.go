@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -634,4 +636,79 @@ func TestV1Events(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Line != 3 || !strings.HasPrefix(err.Error(), "ev.jsonl:3: openhands line is not valid JSON") {
 		t.Errorf("bad line: %v", err)
 	}
+}
+
+// TestLineRecords checks that an output.jsonl normalized record by record,
+// out of order, then finished in file order (as ingest does on every CPU
+// for a large file) gives what Normalize gives: repeated instance ids
+// renamed #n in file order, records without an id named by their line,
+// blank lines counted, and a bad line failing at its number after the
+// records before it.
+func TestLineRecords(t *testing.T) {
+	var lines []string
+	for range 3 { // every id repeats
+		for _, data := range [][]byte{testutil.Fixture(t, "output.jsonl"),
+			sample(t, "openhands_resolver_mock_output.jsonl"), sample(t, "openhands-benchmarks_openagentsafety_v1-sdk_output.jsonl")} {
+			lines = append(lines, strings.Split(strings.TrimSpace(string(data)), "\n")...)
+		}
+		lines = append(lines, "", `{"history":[]}`, "  ")
+	}
+	for _, bad := range []string{"", `{"instance_id": "x", "history": [`} {
+		data := []byte(strings.Join(append(lines, bad, `{"instance_id":"after"}`), "\n"))
+		src := format.Source{Path: "output.jsonl", File: "output.jsonl"}
+		var want []string
+		wantErr := New().Normalize(context.Background(), bytes.NewReader(data), src, LayoutJSONL, func(sl *model.Storyline) error {
+			want = append(want, storylineJSON(t, sl))
+			return nil
+		})
+		recs := New().(format.LineRecords).LineRecords(LayoutJSONL)
+		type rec struct {
+			sl  *model.Storyline
+			id  string
+			err error
+		}
+		all := strings.Split(string(data), "\n")
+		out := make([]rec, len(all))
+		for i := len(all) - 1; i >= 0; i-- {
+			if line := bytes.TrimSpace([]byte(all[i])); len(line) > 0 {
+				sl, id, err := recs.Record(src, int64(i+1), line)
+				out[i] = rec{sl, id, err}
+			}
+		}
+		var got []string
+		var gotErr error
+		for _, r := range out {
+			if r.err != nil {
+				gotErr = r.err
+				break
+			}
+			if r.sl != nil {
+				recs.Finish(r.sl, r.id)
+				got = append(got, storylineJSON(t, r.sl))
+			}
+		}
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || (bad != "") != (wantErr != nil) {
+			t.Fatalf("bad line %q: error by records %v, by Normalize %v", bad, gotErr, wantErr)
+		}
+		if len(got) != len(want) || len(want) < 3*5 {
+			t.Fatalf("%d Storylines by records, %d by Normalize", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("Storyline %d differs:\nrecords:   %.400s\nNormalize: %.400s", i, got[i], want[i])
+			}
+		}
+	}
+	if New().(format.LineRecords).LineRecords(LayoutEvents) != nil {
+		t.Error("an event stream's lines are one conversation, not records")
+	}
+}
+
+func storylineJSON(t *testing.T, sl *model.Storyline) string {
+	t.Helper()
+	b, err := jsonx.Marshal(sl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -17,7 +17,7 @@ func (b *builder) outcome(obj map[string]jsonx.RawMessage) {
 		if v, ok := testReward(tr); ok {
 			r.Reward = model.Float(v)
 		}
-		r.Scores = format.Extra(format.Without(tr, "git_patch"))
+		r.Scores = extra(format.Without(tr, "git_patch"))
 		if patch, ok := tr["git_patch"]; ok {
 			obj["test_result"] = jsonx.RawMessage(`{"git_patch":` + string(patch) + `}`)
 		} else {
@@ -33,7 +33,7 @@ func (b *builder) outcome(obj map[string]jsonx.RawMessage) {
 				delete(obj, k)
 			}
 		}
-		r.Scores = format.Extra(scores)
+		r.Scores = extra(scores)
 	}
 }
 

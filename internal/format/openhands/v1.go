@@ -106,7 +106,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 		delete(ev, "source") // implied by the step source
 	}
 	ev["kind"] = mustJSON(kind)
-	st.Extra = format.StripExtra(format.Extra(ev))
+	st.Extra = format.StripExtra(extra(ev))
 	b.sl.Steps = append(b.sl.Steps, st)
 }
 
@@ -136,14 +136,14 @@ func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.R
 	if raw, ok := call["arguments"]; ok {
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(raw)
 	} else if action := format.SplitObject(ev["action"]); action != nil {
-		tc.Arguments, tc.ArgumentsValid = model.StrAlways(model.Deref(format.Extra(format.Without(action, "kind")))), true
+		tc.Arguments, tc.ArgumentsValid = model.StrAlways(model.Deref(extra(format.Without(action, "kind")))), true
 	}
 	x := format.Without(call, "id", "name", "arguments")
 	dropNulls(x)
 	if action, ok := ev["action"]; ok {
 		x["action"] = action
 	}
-	tc.Extra = format.Extra(x)
+	tc.Extra = extra(x)
 	delete(ev, "tool_call")
 	delete(ev, "action")
 	delete(ev, "tool_call_id")
@@ -185,7 +185,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 				break
 			}
 		}
-		if isErr, _ := format.Bool(obs["is_error"]); isErr || nonZeroExit(ev["observation"]) {
+		if isErr, _ := format.Bool(obs["is_error"]); isErr || exitNonZero(obs["exit_code"], obs["metadata"]) {
 			status = model.ResultError
 		} else if isErr, _ := format.Bool(obs["error"]); isErr {
 			status = model.ResultError
@@ -267,7 +267,7 @@ func (b *builder) v1Finish() {
 		r.ReportedPromptTokens, r.ReportedCompletionTokens, r.ReportedCachedTokens = model.Int(prompt), model.Int(completion), model.Int(cached)
 	}
 	if len(b.v1.state) > 0 {
-		r.Extra = format.MergeExtra(r.Extra, "conversation_state", jsonx.RawMessage(*format.Extra(b.v1.state)))
+		r.Extra = format.MergeExtra(r.Extra, "conversation_state", jsonx.RawMessage(*extra(b.v1.state)))
 	}
 	if len(b.v1.counts) > 0 {
 		r.Extra = format.MergeExtra(r.Extra, "event_counts", mustJSON(b.v1.counts))
@@ -301,7 +301,7 @@ func dropNulls(m map[string]jsonx.RawMessage) {
 // setOrDrop puts what is left of a nested object back into ev[key], or
 // removes the key when nothing is left.
 func setOrDrop(ev map[string]jsonx.RawMessage, key string, rest map[string]jsonx.RawMessage) {
-	if e := format.Extra(rest); e != nil {
+	if e := extra(rest); e != nil {
 		ev[key] = jsonx.RawMessage(*e)
 	} else {
 		delete(ev, key)

@@ -104,6 +104,7 @@ func (e *Engine) connect(ctx context.Context, limits Limits) (*sql.DB, *sql.Conn
 	if w != nil {
 		select {
 		case <-w.ready:
+			w.stop() // releases the context; the connection outlives it
 			if w.err == nil {
 				return w.db, w.conn, nil
 			}
@@ -133,17 +134,19 @@ type Worker struct {
 	db     *sql.DB
 	conn   *sql.Conn
 	err    error
+	stop   context.CancelFunc // kills a worker still starting
 	once   sync.Once
 }
 
 // StartWorker starts a worker with the given limits in the background.
 // Pass it in Config.Worker, or Close it when no engine is made.
 func StartWorker(limits Limits) *Worker {
-	w := &Worker{limits: limits, ready: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	w := &Worker{limits: limits, ready: make(chan struct{}), stop: stop}
 	go func() {
 		defer close(w.ready)
 		w.db = openWorkerDB(limits)
-		if w.conn, w.err = w.db.Conn(context.Background()); w.err != nil {
+		if w.conn, w.err = w.db.Conn(ctx); w.err != nil {
 			w.db.Close()
 			w.db = nil
 		}
@@ -151,9 +154,11 @@ func StartWorker(limits Limits) *Worker {
 	return w
 }
 
-// Close stops the worker (once it has started).
+// Close stops the worker, without waiting for a worker still starting to
+// open DuckDB: a command that fails before its query ends at once.
 func (w *Worker) Close() {
 	w.once.Do(func() {
+		w.stop()
 		<-w.ready
 		if w.db != nil {
 			w.conn.Close()

@@ -144,3 +144,14 @@ func TestStartedWorkerServesTheFirstQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestClosingAStartingWorkerDoesNotWaitForIt: a command that fails before
+// its query (a bad path, say) closes its started worker at once, killing
+// it rather than waiting for it to open DuckDB only to close it.
+func TestClosingAStartingWorkerDoesNotWaitForIt(t *testing.T) {
+	w := StartWorker(testConfig(true).Limits)
+	w.Close() // a process start and a DuckDB open take milliseconds: it is still starting
+	if w.err == nil {
+		t.Fatal("the worker was opened before it was closed; Close waited for it")
+	}
+}

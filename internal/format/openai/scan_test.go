@@ -67,11 +67,11 @@ func FuzzScanRolloutLine(f *testing.F) {
 		got := map[string]jsonx.RawMessage{}
 		var names []string
 		for _, m := range members {
-			got[string(m.name)] = m.val
-			names = append(names, string(m.name))
+			got[string(m.Name)] = m.Val
+			names = append(names, string(m.Name))
 		}
 		o := object{members: members}
-		flag := &member{name: []byte("b"), val: []byte("true")}
+		flag := &format.Member{Name: []byte("b"), Val: []byte("true")}
 		for _, known := range [][]string{nil, {"type", "output"}, {"a", "b"}} {
 			want := format.Extra(got, known...)
 			if e := format.ExtraNamed(got, names, known); !reflect.DeepEqual(e, want) {
@@ -80,7 +80,7 @@ func FuzzScanRolloutLine(f *testing.F) {
 			if e := o.extra(nil, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("members extra %v, want %v", model.Deref(e), model.Deref(want))
 			}
-			want = format.MergeExtra(want, "b", flag.val)
+			want = format.MergeExtra(want, "b", flag.Val)
 			if e := o.extra(flag, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("members extra with b %v, want %v", model.Deref(e), model.Deref(want))
 			}

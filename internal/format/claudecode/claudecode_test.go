@@ -393,16 +393,17 @@ func FuzzFreshExtra(f *testing.F) {
 		if !jsonx.Valid(line) || !jsonx.Valid(msg) || !jsonx.Valid(val) {
 			return
 		}
-		obj := format.SplitObject(line)
-		mobj := format.SplitObject(msg)
-		if obj == nil || mobj == nil {
+		obj, isObject := format.AppendMembers(nil, line)
+		mobj, msgObject := format.AppendMembers(nil, msg)
+		if !isObject || !msgObject {
 			return
 		}
-		m := extraOf(mobj)
-		want := addExtra(format.StripExtra(lineExtra(format.SplitObject(line), m)), map[string][]byte{key: val}, nil)
+		m := mobj.Extra(nil)
+		again, _ := format.AppendMembers(nil, line)
+		want := addExtra(format.StripExtra(lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s := newSession(format.Source{})
 		s.set[key] = val
-		got := addExtra(s.freshExtra(obj, m), s.set, nil)
+		got := addExtra(s.freshExtra(&obj, m), s.set, nil)
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("freshExtra: %v, want %v", deref(got), deref(want))
 		}

@@ -43,7 +43,13 @@ func (ms Members) Has(name string) bool {
 func (ms *Members) Delete(name string) {
 	l := *ms
 	k := 0
-	for _, m := range l {
+	for k < len(l) && string(l[k].Name) != name {
+		k++ // members before the first match stay where they are: no writes
+	}
+	if k == len(l) {
+		return
+	}
+	for _, m := range l[k+1:] {
 		if string(m.Name) != name {
 			l[k] = m
 			k++
@@ -52,10 +58,21 @@ func (ms *Members) Delete(name string) {
 	*ms = l[:k]
 }
 
-// Set replaces the members named name with one of value val.
+// Set replaces the members named name with one of value val: the first
+// takes it in place (the order of different names does not matter to a
+// map, nor to Extra, which sorts), later ones are deleted.
 func (ms *Members) Set(name string, val []byte) {
-	ms.Delete(name)
-	*ms = append(*ms, Member{Name: []byte(name), Val: val})
+	l := *ms
+	for i := range l {
+		if string(l[i].Name) == name {
+			l[i].Val = val
+			rest := l[i+1:]
+			rest.Delete(name)
+			*ms = l[:i+1+len(rest)]
+			return
+		}
+	}
+	*ms = append(l, Member{Name: []byte(name), Val: val})
 }
 
 // Map is ms as a map, for the few readers of whole objects.

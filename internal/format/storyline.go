@@ -46,7 +46,10 @@ func StripExtra(extra *string) *string {
 	if extra == nil {
 		return nil
 	}
-	out := string(StripInlineData(json.RawMessage(*extra)))
+	out := *extra
+	if textMayHoldInlineData(out) { // else nothing to strip: no copy to bytes and back
+		out = string(StripInlineData(json.RawMessage(out)))
+	}
 	return &out
 }
 

@@ -31,7 +31,29 @@ var systemKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain
 // runKeys are envelope members that are constant over a session: the first
 // value goes to the run (version → agent_version, the others → runs.extra);
 // a line whose value differs keeps its own in its step's extra.
-var runKeys = []string{"cwd", "gitBranch", "version", "userType"}
+var runKeys = [...]string{"cwd", "gitBranch", "version", "userType"}
+
+// runKey is the index of name in runKeys, or -1.
+func runKey(name []byte) int {
+	switch string(name) {
+	case "cwd":
+		return 0
+	case "gitBranch":
+		return 1
+	case "version":
+		return 2
+	case "userType":
+		return 3
+	}
+	return -1
+}
+
+// messageKeys are the message members mapped to columns, by line type;
+// messageKeysRole the same with role, for a role that is the line's type.
+var (
+	messageKeys     = map[string][]string{typeUser: {"content"}, typeAsst: {"content", "model", "usage"}}
+	messageKeysRole = map[string][]string{typeUser: {"content", "role"}, typeAsst: {"content", "model", "usage", "role"}}
+)
 
 // taskTools are the tool names Claude Code uses to start a subagent.
 var taskTools = map[string]bool{"Task": true, "Agent": true}
@@ -207,26 +229,13 @@ func (s *session) conversation(n int64, typ string, obj *format.Members) {
 	var ts *time.Time
 	if raw := obj.Get("timestamp"); raw != nil {
 		if t, ok := format.Time(raw); ok {
-			ts = model.Time(t)
-			obj.Delete("timestamp")
+			ts = model.Time(t) // timestamp is an envelope key: left in obj
 		} else if !format.IsNull(raw) {
 			s.warn(c, n, "timestamp is not a timestamp; kept in the step extra", "timestamp")
 			obj.Set("timestamp_raw", raw)
 		}
 	}
-	// Run-level values equal to the run's are dropped; differing ones stay.
-	for _, k := range runKeys {
-		v := obj.Get(k)
-		if v == nil {
-			continue
-		}
-		if first, seen := s.runVals[k]; !seen {
-			s.runVals[k] = append(json.RawMessage(nil), v...)
-			obj.Delete(k)
-		} else if string(first) == string(v) {
-			obj.Delete(k)
-		}
-	}
+	s.dropRunValues(obj)
 	if c.stepIDs[id] {
 		s.warn(c, n, "uuid "+strconv.Quote(id)+" repeats an earlier line; the step id gets a #n suffix", "uuid")
 	}
@@ -239,14 +248,12 @@ func (s *session) conversation(n int64, typ string, obj *format.Members) {
 		return
 	}
 	msg := s.msg
-	if symbol(msg.Get("role")) == typ {
-		msg.Delete("role")
-	}
 	// The message members not mapped go to extra.message: written with the
-	// line's members in one pass rather than merged into them after.
-	known := []string{"content"}
-	if typ == typeAsst {
-		known = []string{"content", "model", "usage"}
+	// line's members in one pass rather than merged into them after. A role
+	// that is the line's type is not kept.
+	known := messageKeys[typ]
+	if symbol(msg.Get("role")) == typ {
+		known = messageKeysRole[typ]
 	}
 	m := msg.Extra(nil, known...)
 	if typ == typeUser {
@@ -254,6 +261,46 @@ func (s *session) conversation(n int64, typ string, obj *format.Members) {
 	} else {
 		s.assistant(c, n, id, uuid, ts, msg, m, obj)
 	}
+}
+
+// dropRunValues removes the run-level members (runKeys) of a line whose
+// value (the last, when repeated) is the run's, the first value of each
+// being the run's: a differing one stays for the step's extra. One pass
+// finds them, and only a line that has them is rewritten.
+func (s *session) dropRunValues(obj *format.Members) {
+	var last [len(runKeys)]int // 1 + index of each key's last member; 0: absent
+	for i, mb := range *obj {
+		if k := runKey(mb.Name); k >= 0 {
+			last[k] = i + 1
+		}
+	}
+	var drop [len(runKeys)]bool
+	some := false
+	for k, at := range last {
+		if at == 0 {
+			continue
+		}
+		v := (*obj)[at-1].Val
+		if first, seen := s.runVals[runKeys[k]]; !seen {
+			s.runVals[runKeys[k]] = append(json.RawMessage(nil), v...)
+			drop[k] = true
+		} else {
+			drop[k] = string(first) == string(v)
+		}
+		some = some || drop[k]
+	}
+	if !some {
+		return
+	}
+	l := *obj
+	n := 0
+	for _, mb := range l {
+		if k := runKey(mb.Name); k < 0 || !drop[k] {
+			l[n] = mb
+			n++
+		}
+	}
+	*obj = l[:n]
 }
 
 // freshExtra is the extra of a new agent step: its line's (lineExtra),
@@ -350,8 +397,7 @@ func (s *session) identity(c *chain, n int64, obj *format.Members) {
 		s.sessionID = id
 	}
 	if id == s.sessionID {
-		obj.Delete("sessionId")
-		return
+		return // sessionId is an envelope key: it never reaches an extra
 	}
 	for _, o := range s.otherIDs {
 		if o == id {

@@ -40,7 +40,7 @@ func FuzzProbe(f *testing.F) {
 // FuzzValues: the lenient value helpers accept any bytes without panicking,
 // and Symbol is String (twice, for the cached answer).
 func FuzzValues(f *testing.F) {
-	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
+	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `[{"text":"a\nb","type":"output_text"},{"text":1},{"t\u0065xt":"c"}]`, `[null]`, `[]`, `[{"type":"text","text":"a","text":"b"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -54,6 +54,11 @@ func FuzzValues(f *testing.F) {
 			}
 		}
 		Content(raw)
+		if text, ok := TextArray(raw); ok {
+			if want, ok := decodedTextArray(raw); !ok || text != want {
+				t.Fatalf("TextArray %q, decoded %q %v", text, want, ok)
+			}
+		}
 		ArgumentsText(raw)
 		StripInlineData(raw)
 		_ = EachLine(context.Background(), strings.NewReader(string(raw)), func(int64, []byte) error { return nil })

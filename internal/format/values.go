@@ -308,17 +308,60 @@ func Content(raw json.RawMessage) (text string, kind string, ok bool) {
 	case '"':
 		return String(raw), KindText, true
 	case '[':
-		var parts []map[string]json.RawMessage
-		if jsonx.Unmarshal(raw, &parts) == nil {
-			if texts, allText := textParts(parts); allText {
-				return strings.Join(texts, "\n"), KindText, true
-			}
+		if text, ok := TextArray(raw); ok {
+			return text, KindText, true
+		}
+		if text, ok := decodedTextArray(raw); ok {
+			return text, KindText, true
 		}
 		return string(StripInlineData(raw)), KindMultimodal, true
 	case '{':
 		return string(StripInlineData(raw)), KindText, true
 	}
 	return string(raw), KindText, true
+}
+
+var textPartKeys = []string{"type", "text"}
+
+// TextArray is the text Content gives an array of text parts, read with
+// the scanner and Fields: decoding the parts into maps with the codec was
+// most of the cost of message, reasoning and tool-result content. ok is
+// false when raw is not valid JSON or not all text parts, which Content
+// then maps.
+func TextArray(raw []byte) (string, bool) {
+	if !jsonx.IsValid(raw) {
+		return "", false
+	}
+	elems, isArray := SplitArray(raw)
+	if !isArray {
+		return "", false
+	}
+	var buf [4]string
+	texts := buf[:0]
+	for _, e := range elems {
+		var part [2][]byte // type, text
+		if !Fields(e, textPartKeys, part[:]) || part[1] == nil {
+			return "", false
+		}
+		switch String(part[0]) {
+		case "", "text", "input_text", "output_text", "summary_text", "reasoning_text":
+		default:
+			return "", false
+		}
+		texts = append(texts, String(part[1]))
+	}
+	return strings.Join(texts, "\n"), true
+}
+
+// decodedTextArray is TextArray by the codec: what Content gave before
+// TextArray, and still gives for what TextArray does not take.
+func decodedTextArray(raw []byte) (string, bool) {
+	var parts []map[string]json.RawMessage
+	if jsonx.Unmarshal(raw, &parts) != nil {
+		return "", false
+	}
+	texts, allText := textParts(parts)
+	return strings.Join(texts, "\n"), allText
 }
 
 // ContentText is Content for a step's message_value: the text (nil for

@@ -17,7 +17,7 @@ import (
 // scanner accepts is valid JSON whose envelope and payload members are what
 // decodeEnvelope and SplitObject give, with format.ExtraNamed and the
 // member list's get and extra (with a flag merged) what the map gives.
-// ArgumentsText's validity is encoding/json's, symbol is Symbol, and textArray is Content.
+// ArgumentsText's validity is encoding/json's, and symbol is Symbol.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
@@ -42,11 +42,6 @@ func FuzzScanRolloutLine(f *testing.F) {
 		}
 		if text, valid := format.ArgumentsText(line); text != nil && valid != json.Valid([]byte(*text)) {
 			t.Fatalf("ArgumentsText %q says valid %v", *text, valid)
-		}
-		if text, ok := textArray(line); ok {
-			if want, kind, ok := format.Content(format.CompactJSON(line)); text != want || kind != format.KindText || !ok {
-				t.Fatalf("textArray %q, want %q %s %v", text, want, kind, ok)
-			}
 		}
 		line = bytes.TrimSpace(line)
 		env, members, isObject, ok := scanRolloutLine(line, nil)

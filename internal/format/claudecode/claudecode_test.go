@@ -402,8 +402,8 @@ func FuzzFreshExtra(f *testing.F) {
 		}
 		m := mobj.Extra(nil)
 		again, _ := format.AppendMembers(nil, line)
-		want := addExtra(format.StripExtra(lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s := newSession(format.Source{})
+		want := addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s.set[key] = val
 		got := addExtra(s.freshExtra(&obj, m), s.set, nil)
 		if (got == nil) != (want == nil) || got != nil && *got != *want {

@@ -79,8 +79,12 @@ type session struct {
 	// and usage's; then what an assistant line adds to its step's extra.
 	top, msg, blk, use format.Members
 	msgObject          bool
-	set                map[string][]byte
-	lists              map[string][][]byte
+	// runDropped are the runKeys the line drops (dropRunValues), known
+	// the names its extras leave out (extraKnown).
+	runDropped [len(runKeys)]bool
+	known      []string
+	set        map[string][]byte
+	lists      map[string][][]byte
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -235,7 +239,7 @@ func (s *session) conversation(n int64, typ string, obj *format.Members) {
 			obj.Set("timestamp_raw", raw)
 		}
 	}
-	s.dropRunValues(obj)
+	s.dropRunValues(*obj)
 	if c.stepIDs[id] {
 		s.warn(c, n, "uuid "+strconv.Quote(id)+" repeats an earlier line; the step id gets a #n suffix", "uuid")
 	}
@@ -263,44 +267,44 @@ func (s *session) conversation(n int64, typ string, obj *format.Members) {
 	}
 }
 
-// dropRunValues removes the run-level members (runKeys) of a line whose
+// dropRunValues drops the run-level members (runKeys) of a line whose
 // value (the last, when repeated) is the run's, the first value of each
-// being the run's: a differing one stays for the step's extra. One pass
-// finds them, and only a line that has them is rewritten.
-func (s *session) dropRunValues(obj *format.Members) {
+// being the run's: a differing one stays for the step's extra. Dropped
+// names are left out of the line's extras as known names (extraKnown)
+// rather than removed: moving the members after them was a twentieth of
+// the profile.
+func (s *session) dropRunValues(obj format.Members) {
 	var last [len(runKeys)]int // 1 + index of each key's last member; 0: absent
-	for i, mb := range *obj {
+	for i, mb := range obj {
 		if k := runKey(mb.Name); k >= 0 {
 			last[k] = i + 1
 		}
 	}
-	var drop [len(runKeys)]bool
-	some := false
 	for k, at := range last {
+		s.runDropped[k] = false
 		if at == 0 {
 			continue
 		}
-		v := (*obj)[at-1].Val
+		v := obj[at-1].Val
 		if first, seen := s.runVals[runKeys[k]]; !seen {
 			s.runVals[runKeys[k]] = append(json.RawMessage(nil), v...)
-			drop[k] = true
+			s.runDropped[k] = true
 		} else {
-			drop[k] = string(first) == string(v)
-		}
-		some = some || drop[k]
-	}
-	if !some {
-		return
-	}
-	l := *obj
-	n := 0
-	for _, mb := range l {
-		if k := runKey(mb.Name); k < 0 || !drop[k] {
-			l[n] = mb
-			n++
+			s.runDropped[k] = string(first) == string(v)
 		}
 	}
-	*obj = l[:n]
+}
+
+// extraKnown is known plus the run-level names the line drops.
+func (s *session) extraKnown(known []string) []string {
+	out := append(s.known[:0], known...)
+	for k, drop := range s.runDropped {
+		if drop {
+			out = append(out, runKeys[k])
+		}
+	}
+	s.known = out
+	return out
 }
 
 // freshExtra is the extra of a new agent step: its line's (lineExtra),
@@ -313,7 +317,7 @@ func (s *session) freshExtra(obj *format.Members, m *string) *string {
 		for k, v := range s.set {
 			*obj = append(*obj, format.Member{Name: []byte(k), Val: v})
 		}
-		all := lineExtra(obj, m)
+		all := s.lineExtra(obj, m)
 		if stripped := format.StripExtra(all); *stripped == *all {
 			clear(s.set)
 			return all
@@ -322,7 +326,7 @@ func (s *session) freshExtra(obj *format.Members, m *string) *string {
 			obj.Delete(k)
 		}
 	}
-	return format.StripExtra(lineExtra(obj, m))
+	return format.StripExtra(s.lineExtra(obj, m))
 }
 
 // hasAny reports whether obj has a member named as one of set.
@@ -337,13 +341,13 @@ func hasAny(obj format.Members, set map[string][]byte) bool {
 
 // lineExtra is the extra of a user or assistant line: its envelope members
 // not mapped, and m (the message's) as extra.message.
-func lineExtra(obj *format.Members, m *string) *string {
+func (s *session) lineExtra(obj *format.Members, m *string) *string {
 	if m != nil {
 		obj.Set("message", []byte(*m))
 	} else {
 		obj.Delete("message")
 	}
-	return obj.Extra(nil, envelopeKeys...)
+	return obj.Extra(nil, s.extraKnown(envelopeKeys)...)
 }
 
 // chainFor picks the Storyline of a conversational line: the main chain,
@@ -433,7 +437,7 @@ func (c *chain) add(st model.Step) int {
 func (s *session) system(c *chain, id string, ts *time.Time, obj *format.Members) {
 	text, _, ok := format.Content(obj.Get("content"))
 	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
-		Timestamp: ts, Extra: format.StripExtra(obj.Extra(nil, systemKeys...))}
+		Timestamp: ts, Extra: format.StripExtra(obj.Extra(nil, s.extraKnown(systemKeys)...))}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
@@ -451,7 +455,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 			return nil
 		}
 		first = false
-		return format.StripExtra(lineExtra(obj, m))
+		return format.StripExtra(s.lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
 	content := msg.Get("content")

@@ -94,14 +94,34 @@ func AppendMembers(out Members, raw []byte) (Members, bool) {
 // ScanMembers validates the object at b[i] (no leading space), inside open
 // containers, as jsonx.ScanValue would, and appends its members to out.
 func ScanMembers(b []byte, i, open int, out Members) (int, Members, bool) {
-	end, out, _, _, ok := ScanMembersWithin(b, i, open, out, "", nil)
-	return end, out, ok
+	i = jsonx.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, out, true
+	}
+	for {
+		var key []byte
+		var ok bool
+		if key, i, ok = scanName(b, i); !ok {
+			return i, out, false
+		}
+		v := i
+		if i, ok = jsonx.ScanValue(b, i, open+1); !ok {
+			return i, out, false
+		}
+		out = append(out, Member{Name: key, Val: b[v:i]})
+		var more bool
+		if i, more, ok = nextMember(b, i); !more {
+			return i, out, ok
+		}
+	}
 }
 
 // ScanMembersWithin is ScanMembers that also appends to inner the members
 // of the last member named name when its value is an object (innerObject),
 // in the same pass: an adapter reading a line's envelope and its message
-// (or payload) reads each byte once.
+// (or payload) reads each byte once. (Not ScanMembers calling itself: the
+// recursion made the compiler move a caller's stack buffer for out to the
+// heap.)
 func ScanMembersWithin(b []byte, i, open int, out Members, name string, inner Members) (end int, members, innerMembers Members, innerObject, ok bool) {
 	i = jsonx.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -109,43 +129,62 @@ func ScanMembersWithin(b []byte, i, open int, out Members, name string, inner Me
 	}
 	start := len(inner)
 	for {
-		if i >= len(b) || b[i] != '"' {
+		var key []byte
+		if key, i, ok = scanName(b, i); !ok {
 			return i, out, inner, false, false
 		}
-		k := i
-		if i, ok = jsonx.ScanString(b, i); !ok {
-			return i, out, inner, false, false
-		}
-		key := MemberName(b[k:i])
-		if i = jsonx.SkipWS(b, i); i >= len(b) || b[i] != ':' {
-			return i, out, inner, false, false
-		}
-		i = jsonx.SkipWS(b, i+1)
 		v := i
 		if name != "" && string(key) == name {
 			// A repeated member keeps its last value, as decoders do.
 			inner, innerObject = inner[:start], false
 			if i < len(b) && b[i] == '{' {
-				if i, inner, ok = ScanMembers(b, i, open+1, inner); !ok {
-					return i, out, inner, false, false
-				}
-				innerObject = true
-			} else if i, ok = jsonx.ScanValue(b, i, open+1); !ok {
-				return i, out, inner, false, false
+				i, inner, ok = ScanMembers(b, i, open+1, inner)
+				innerObject = ok
+			} else {
+				i, ok = jsonx.ScanValue(b, i, open+1)
 			}
-		} else if i, ok = jsonx.ScanValue(b, i, open+1); !ok {
+		} else {
+			i, ok = jsonx.ScanValue(b, i, open+1)
+		}
+		if !ok {
 			return i, out, inner, false, false
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
-		if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
-			i = jsonx.SkipWS(b, i+1)
-			continue
+		var more bool
+		if i, more, ok = nextMember(b, i); !more {
+			return i, out, inner, innerObject && ok, ok
 		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, out, inner, innerObject, true
-		}
-		return i, out, inner, false, false
 	}
+}
+
+// scanName validates the member name at b[i] and its colon, and returns
+// the name (MemberName) and the index of the value.
+func scanName(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
+	}
+	k := i
+	i, ok := jsonx.ScanString(b, i)
+	if !ok {
+		return nil, i, false
+	}
+	key := MemberName(b[k:i])
+	if i = jsonx.SkipWS(b, i); i >= len(b) || b[i] != ':' {
+		return nil, i, false
+	}
+	return key, jsonx.SkipWS(b, i+1), true
+}
+
+// nextMember steps over what follows a member's value: more when a comma
+// asks for the next member; else ok when the object closes.
+func nextMember(b []byte, i int) (next int, more, ok bool) {
+	if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
+		return jsonx.SkipWS(b, i+1), true, true
+	}
+	if i < len(b) && b[i] == '}' {
+		return i + 1, false, true
+	}
+	return i, false, false
 }
 
 // Extra is ExtraNamed of the members of a validated object (values

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
 // FuzzProbe: building a probe over any prefix must not panic, and every
@@ -38,7 +40,7 @@ func FuzzProbe(f *testing.F) {
 // FuzzValues: the lenient value helpers accept any bytes without panicking,
 // and Symbol is String (twice, for the cached answer).
 func FuzzValues(f *testing.F) {
-	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
+	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `[{"text":"a\nb","type":"output_text"},{"text":1},{"t\u0065xt":"c"}]`, `[null]`, `[]`, `[{"type":"text","text":"a","text":"b"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -52,6 +54,11 @@ func FuzzValues(f *testing.F) {
 			}
 		}
 		Content(raw)
+		if text, ok := TextArray(raw); ok {
+			if want, ok := decodedTextArray(raw); !ok || text != want {
+				t.Fatalf("TextArray %q, decoded %q %v", text, want, ok)
+			}
+		}
 		ArgumentsText(raw)
 		StripInlineData(raw)
 		_ = EachLine(context.Background(), strings.NewReader(string(raw)), func(int64, []byte) error { return nil })
@@ -140,4 +147,31 @@ func compactJSON(t *testing.T, raw []byte) []byte {
 		t.Fatalf("compact %s: %v", raw, err)
 	}
 	return b.Bytes()
+}
+
+// FuzzString checks String's own unescaping against the codec: a string
+// the scanner accepts decodes as jsonx.Unmarshal and encoding/json decode
+// it (when unescape takes it), and String is the codec's answer whatever
+// the input.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{`"a\nb"`, `"\"q\" \\ \/ \b\f\r\t"`, `"\u00e9\u20ac\u0000x"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\\n\"", `"a\"`, `"\x"`, `"\u12"`, `"é\n"`, "\"\x01\\n\"", `"a"b\n"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want string
+		codecErr := jsonx.Unmarshal(raw, &want)
+		if n := len(raw); n >= 2 && raw[0] == '"' {
+			if end, ok := jsonx.ScanString(raw, 0); ok && end == n {
+				if got, ok := unescape(raw[1 : n-1]); ok {
+					var std string
+					if codecErr != nil || got != want || json.Unmarshal(raw, &std) != nil || got != std {
+						t.Fatalf("unescape %q, codec %q (%v), encoding/json %q", got, want, codecErr, std)
+					}
+				}
+			}
+		}
+		if got := String(raw); codecErr == nil && bytes.Equal(bytes.TrimSpace(raw), raw) && len(raw) > 0 && raw[0] == '"' && got != want {
+			t.Fatalf("String %q, codec %q", got, want)
+		}
+	})
 }

@@ -43,9 +43,9 @@ func StepTimeRange(steps []model.Step) (first, last *time.Time) {
 
 // StripExtra is StripInlineData for an extra column value (nil stays nil).
 // An extra with nothing to strip, nearly all of them, is returned as it
-// is rather than copied back into a new string.
+// is rather than copied to bytes and back into a new string.
 func StripExtra(extra *string) *string {
-	if extra == nil || *extra == "" {
+	if extra == nil || !textMayHoldInlineData(*extra) {
 		return extra
 	}
 	raw := json.RawMessage(*extra)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -393,16 +395,17 @@ func FuzzFreshExtra(f *testing.F) {
 		if !jsonx.Valid(line) || !jsonx.Valid(msg) || !jsonx.Valid(val) {
 			return
 		}
-		obj := format.SplitObject(line)
-		mobj := format.SplitObject(msg)
-		if obj == nil || mobj == nil {
+		obj, isObject := format.AppendMembers(nil, line)
+		mobj, msgObject := format.AppendMembers(nil, msg)
+		if !isObject || !msgObject {
 			return
 		}
-		m := extraOf(mobj)
-		want := addExtra(format.StripExtra(lineExtra(format.SplitObject(line), m)), map[string][]byte{key: val}, nil)
+		m := mobj.Extra(nil)
+		again, _ := format.AppendMembers(nil, line)
 		s := newSession(format.Source{})
+		want := addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s.set[key] = val
-		got := addExtra(s.freshExtra(obj, m), s.set, nil)
+		got := addExtra(s.freshExtra(&obj, m), s.set, nil)
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("freshExtra: %v, want %v", deref(got), deref(want))
 		}
@@ -430,6 +433,31 @@ func FuzzArgumentsText(f *testing.F) {
 		want, wantOK := format.ArgumentsText(raw)
 		if gotOK != wantOK || deref(got) != deref(want) {
 			t.Fatalf("argumentsText(%q) = %q, %v; want %q, %v", raw, deref(got), gotOK, deref(want), wantOK)
+		}
+	})
+}
+
+// FuzzScanLine checks the one-pass scan of a line against split, the
+// general path: the scanner takes exactly the valid objects, with the
+// members and message members split gives.
+func FuzzScanLine(f *testing.F) {
+	for _, name := range fixtures {
+		for _, line := range bytes.Split(testutil.Fixture(f, name), []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	f.Add([]byte(`{"message":{"a":1},"message":[]}`))
+	f.Add([]byte(` {"type" : "user", "message" : {"role":"user"} , "m\u0065ssage":{"content":"x"}} `))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		s := newSession(format.Source{})
+		scanned := s.scan(line)
+		top, msg, msgObject := slices.Clone(s.top), slices.Clone(s.msg), s.msgObject
+		err := s.split(1, line)
+		if scanned != (err == nil) {
+			t.Fatalf("scanned %v, split error %v", scanned, err)
+		}
+		if scanned && (!reflect.DeepEqual(top, s.top) || msgObject != s.msgObject || msgObject && !reflect.DeepEqual(msg, s.msg)) {
+			t.Fatalf("scanned %q %q %v, split %q %q %v", top, msg, msgObject, s.top, s.msg, s.msgObject)
 		}
 	})
 }

@@ -31,7 +31,29 @@ var systemKeys = []string{"type", "uuid", "sessionId", "timestamp", "isSidechain
 // runKeys are envelope members that are constant over a session: the first
 // value goes to the run (version → agent_version, the others → runs.extra);
 // a line whose value differs keeps its own in its step's extra.
-var runKeys = []string{"cwd", "gitBranch", "version", "userType"}
+var runKeys = [...]string{"cwd", "gitBranch", "version", "userType"}
+
+// runKey is the index of name in runKeys, or -1.
+func runKey(name []byte) int {
+	switch string(name) {
+	case "cwd":
+		return 0
+	case "gitBranch":
+		return 1
+	case "version":
+		return 2
+	case "userType":
+		return 3
+	}
+	return -1
+}
+
+// messageKeys are the message members mapped to columns, by line type;
+// messageKeysRole the same with role, for a role that is the line's type.
+var (
+	messageKeys     = map[string][]string{typeUser: {"content"}, typeAsst: {"content", "model", "usage"}}
+	messageKeysRole = map[string][]string{typeUser: {"content", "role"}, typeAsst: {"content", "model", "usage", "role"}}
+)
 
 // taskTools are the tool names Claude Code uses to start a subagent.
 var taskTools = map[string]bool{"Task": true, "Agent": true}
@@ -51,12 +73,18 @@ type session struct {
 	// tasks are main-chain Task/Agent calls not yet linked to a sidechain,
 	// oldest first: a new sidechain is attributed to the earliest one.
 	tasks []string // step ids
-	// Maps reused from line to line (a map per line and per block showed
-	// in profiles): the line, its message, a content block or usage, and
-	// what an assistant line adds to its step's extra.
-	obj, msg, blk map[string]jsonx.RawMessage
-	set           map[string][]byte
-	lists         map[string][][]byte
+	// Member lists reused from line to line (maps, filled and cleared per
+	// line, were a quarter of the profile): the line's members, its
+	// message's (msgObject: the message is an object), a content block's
+	// and usage's; then what an assistant line adds to its step's extra.
+	top, msg, blk, use format.Members
+	msgObject          bool
+	// runDropped are the runKeys the line drops (dropRunValues), known
+	// the names its extras leave out (extraKnown).
+	runDropped [len(runKeys)]bool
+	known      []string
+	set        map[string][]byte
+	lists      map[string][][]byte
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -111,9 +139,7 @@ func (c *chain) close() {
 
 func newSession(src format.Source) *session {
 	s := &session{src: src, runVals: map[string]json.RawMessage{}, chainOf: map[string]*chain{},
-		byAgent: map[string]*chain{}, skipped: map[string]int{}, obj: map[string]jsonx.RawMessage{},
-		msg: map[string]jsonx.RawMessage{}, blk: map[string]jsonx.RawMessage{}, set: map[string][]byte{},
-		lists: map[string][][]byte{}}
+		byAgent: map[string]*chain{}, skipped: map[string]int{}, set: map[string][]byte{}, lists: map[string][][]byte{}}
 	s.main = newChain()
 	return s
 }
@@ -132,29 +158,23 @@ func (s *session) warn(c *chain, line int64, msg string, parts ...any) {
 // line handles one JSONL line. A line that is not a JSON object stops the
 // file; everything else is read leniently.
 func (s *session) line(n int64, raw []byte) error {
-	if !jsonx.Valid(raw) {
-		var v json.RawMessage
-		err := jsonx.Unmarshal(raw, &v)
-		if err == nil {
-			err = fmt.Errorf("invalid JSON")
+	if !s.scan(raw) {
+		if err := s.split(n, raw); err != nil {
+			return err
 		}
-		return format.Errorf(s.src, n, "", "claude-code line is not valid JSON: %v", err)
 	}
-	obj := s.obj
-	if !format.SplitObjectInto(obj, raw) {
-		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
-	}
-	typ := format.Symbol(obj["type"])
+	obj := &s.top
+	typ := symbol(obj.Get("type"))
 	switch typ {
 	case typeUser, typeAsst, typeSystem:
 		s.conversation(n, typ, obj)
 	case typeSummary:
-		if e := extraOf(obj, "type"); e != nil {
+		if e := obj.Extra(nil, "type"); e != nil {
 			s.summaries = append(s.summaries, json.RawMessage(*e))
 		}
 	default:
 		key := typ
-		if _, ok := obj["type"]; !ok {
+		if !obj.Has("type") {
 			key = "<missing>"
 		}
 		if s.skipped[key] == 0 {
@@ -169,38 +189,57 @@ func (s *session) line(n int64, raw []byte) error {
 	return nil
 }
 
+// scan validates a line and splits its members and its message's in one
+// pass (into s.top, s.msg). false: the line is not a valid object, or the
+// scanner cannot tell; split then reads it the general way.
+func (s *session) scan(raw []byte) bool {
+	i := jsonx.SkipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	end, top, msg, msgObject, ok := format.ScanMembersWithin(raw, i, 0, s.top[:0], "message", s.msg[:0])
+	s.top, s.msg, s.msgObject = top, msg, msgObject
+	return ok && jsonx.SkipWS(raw, end) == len(raw)
+}
+
+// split is scan for a line the scanner did not take: validated by the
+// codec, whose error names what is wrong, then split.
+func (s *session) split(n int64, raw []byte) error {
+	if !jsonx.Valid(raw) {
+		var v json.RawMessage
+		err := jsonx.Unmarshal(raw, &v)
+		if err == nil {
+			err = fmt.Errorf("invalid JSON")
+		}
+		return format.Errorf(s.src, n, "", "claude-code line is not valid JSON: %v", err)
+	}
+	var isObject bool
+	if s.top, isObject = format.AppendMembers(s.top[:0], raw); !isObject {
+		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
+	}
+	s.msg, s.msgObject = format.AppendMembers(s.msg[:0], s.top.Get("message"))
+	return nil
+}
+
 // conversation handles user, assistant and system lines.
-func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMessage) {
-	c := s.chainFor(n, obj)
+func (s *session) conversation(n int64, typ string, obj *format.Members) {
+	c := s.chainFor(n, *obj)
 	s.identity(c, n, obj)
-	uuid := format.String(obj["uuid"])
+	uuid := format.String(obj.Get("uuid"))
 	id := uuid
 	if id == "" {
 		id = "line-" + strconv.FormatInt(n, 10)
 	}
 	var ts *time.Time
-	if raw, ok := obj["timestamp"]; ok {
+	if raw := obj.Get("timestamp"); raw != nil {
 		if t, ok := format.Time(raw); ok {
-			ts = model.Time(t)
-			delete(obj, "timestamp")
+			ts = model.Time(t) // timestamp is an envelope key: left in obj
 		} else if !format.IsNull(raw) {
 			s.warn(c, n, "timestamp is not a timestamp; kept in the step extra", "timestamp")
-			obj["timestamp_raw"] = raw
+			obj.Set("timestamp_raw", raw)
 		}
 	}
-	// Run-level values equal to the run's are dropped; differing ones stay.
-	for _, k := range runKeys {
-		v, ok := obj[k]
-		if !ok {
-			continue
-		}
-		if first, seen := s.runVals[k]; !seen {
-			s.runVals[k] = append(json.RawMessage(nil), v...)
-			delete(obj, k)
-		} else if string(first) == string(v) {
-			delete(obj, k)
-		}
-	}
+	s.dropRunValues(*obj)
 	if c.stepIDs[id] {
 		s.warn(c, n, "uuid "+strconv.Quote(id)+" repeats an earlier line; the step id gets a #n suffix", "uuid")
 	}
@@ -208,21 +247,19 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 		s.system(c, id, ts, obj)
 		return
 	}
-	msg := s.msg
-	if raw, ok := obj["message"]; !ok || !format.SplitObjectInto(msg, raw) {
+	if !s.msgObject {
 		s.warn(c, n, typ+" line has no message object; skipped", "message")
 		return
 	}
-	if format.Symbol(msg["role"]) == typ {
-		delete(msg, "role")
-	}
+	msg := s.msg
 	// The message members not mapped go to extra.message: written with the
-	// line's members in one pass rather than merged into them after.
-	known := []string{"content"}
-	if typ == typeAsst {
-		known = []string{"content", "model", "usage"}
+	// line's members in one pass rather than merged into them after. A role
+	// that is the line's type is not kept.
+	known := messageKeys[typ]
+	if symbol(msg.Get("role")) == typ {
+		known = messageKeysRole[typ]
 	}
-	m := extraOf(msg, known...)
+	m := msg.Extra(nil, known...)
 	if typ == typeUser {
 		s.user(c, n, id, ts, msg, obj, m)
 	} else {
@@ -230,32 +267,72 @@ func (s *session) conversation(n int64, typ string, obj map[string]jsonx.RawMess
 	}
 }
 
+// dropRunValues drops the run-level members (runKeys) of a line whose
+// value (the last, when repeated) is the run's, the first value of each
+// being the run's: a differing one stays for the step's extra. Dropped
+// names are left out of the line's extras as known names (extraKnown)
+// rather than removed: moving the members after them was a twentieth of
+// the profile.
+func (s *session) dropRunValues(obj format.Members) {
+	var last [len(runKeys)]int // 1 + index of each key's last member; 0: absent
+	for i, mb := range obj {
+		if k := runKey(mb.Name); k >= 0 {
+			last[k] = i + 1
+		}
+	}
+	for k, at := range last {
+		s.runDropped[k] = false
+		if at == 0 {
+			continue
+		}
+		v := obj[at-1].Val
+		if first, seen := s.runVals[runKeys[k]]; !seen {
+			s.runVals[runKeys[k]] = append(json.RawMessage(nil), v...)
+			s.runDropped[k] = true
+		} else {
+			s.runDropped[k] = string(first) == string(v)
+		}
+	}
+}
+
+// extraKnown is known plus the run-level names the line drops.
+func (s *session) extraKnown(known []string) []string {
+	out := append(s.known[:0], known...)
+	for k, drop := range s.runDropped {
+		if drop {
+			out = append(out, runKeys[k])
+		}
+	}
+	s.known = out
+	return out
+}
+
 // freshExtra is the extra of a new agent step: its line's (lineExtra),
 // stripped of inline data, then the members of s.set. When stripping the
 // whole leaves it as it is, so would stripping the line's part: then both
 // are written in one pass rather than the line's rewritten with s.set,
 // which is left empty. s.set otherwise stays for addExtra.
-func (s *session) freshExtra(obj map[string]jsonx.RawMessage, m *string) *string {
-	if len(s.set) > 0 && !hasAny(obj, s.set) {
+func (s *session) freshExtra(obj *format.Members, m *string) *string {
+	if len(s.set) > 0 && !hasAny(*obj, s.set) {
 		for k, v := range s.set {
-			obj[k] = v
+			*obj = append(*obj, format.Member{Name: []byte(k), Val: v})
 		}
-		all := lineExtra(obj, m)
+		all := s.lineExtra(obj, m)
 		if stripped := format.StripExtra(all); *stripped == *all {
 			clear(s.set)
 			return all
 		}
 		for k := range s.set {
-			delete(obj, k)
+			obj.Delete(k)
 		}
 	}
-	return format.StripExtra(lineExtra(obj, m))
+	return format.StripExtra(s.lineExtra(obj, m))
 }
 
 // hasAny reports whether obj has a member named as one of set.
-func hasAny(obj map[string]jsonx.RawMessage, set map[string][]byte) bool {
+func hasAny(obj format.Members, set map[string][]byte) bool {
 	for k := range set {
-		if _, ok := obj[k]; ok {
+		if obj.Has(k) {
 			return true
 		}
 	}
@@ -264,28 +341,28 @@ func hasAny(obj map[string]jsonx.RawMessage, set map[string][]byte) bool {
 
 // lineExtra is the extra of a user or assistant line: its envelope members
 // not mapped, and m (the message's) as extra.message.
-func lineExtra(obj map[string]jsonx.RawMessage, m *string) *string {
+func (s *session) lineExtra(obj *format.Members, m *string) *string {
 	if m != nil {
-		obj["message"] = []byte(*m)
+		obj.Set("message", []byte(*m))
 	} else {
-		delete(obj, "message")
+		obj.Delete("message")
 	}
-	return extraOf(obj, envelopeKeys...)
+	return obj.Extra(nil, s.extraKnown(envelopeKeys)...)
 }
 
 // chainFor picks the Storyline of a conversational line: the main chain,
 // or the sidechain of its agentId, else of its parent line, else a new
 // sidechain.
-func (s *session) chainFor(n int64, obj map[string]jsonx.RawMessage) *chain {
-	side, _ := format.Bool(obj["isSidechain"])
-	uuid := format.String(obj["uuid"])
+func (s *session) chainFor(n int64, obj format.Members) *chain {
+	side, _ := format.Bool(obj.Get("isSidechain"))
+	uuid := format.String(obj.Get("uuid"))
 	c := s.main
 	if side {
-		agent := format.String(obj["agentId"])
+		agent := format.String(obj.Get("agentId"))
 		c = nil
 		if agent != "" {
 			c = s.byAgent[agent]
-		} else if p := s.chainOf[format.String(obj["parentUuid"])]; p != nil && p != s.main && p.agentID == "" {
+		} else if p := s.chainOf[format.String(obj.Get("parentUuid"))]; p != nil && p != s.main && p.agentID == "" {
 			c = p
 		}
 		if c == nil {
@@ -315,8 +392,8 @@ func (s *session) chainFor(n int64, obj map[string]jsonx.RawMessage) *chain {
 
 // identity records the session id; a line of another session keeps its id
 // in its step extra (the member stays in obj).
-func (s *session) identity(c *chain, n int64, obj map[string]jsonx.RawMessage) {
-	id := format.String(obj["sessionId"])
+func (s *session) identity(c *chain, n int64, obj *format.Members) {
+	id := format.String(obj.Get("sessionId"))
 	if id == "" {
 		return
 	}
@@ -324,18 +401,17 @@ func (s *session) identity(c *chain, n int64, obj map[string]jsonx.RawMessage) {
 		s.sessionID = id
 	}
 	if id == s.sessionID {
-		delete(obj, "sessionId")
-		return
+		return // sessionId is an envelope key: it never reaches an extra
 	}
 	for _, o := range s.otherIDs {
 		if o == id {
-			obj["otherSessionId"] = obj["sessionId"]
+			obj.Set("otherSessionId", obj.Get("sessionId"))
 			return
 		}
 	}
 	s.otherIDs = append(s.otherIDs, id)
 	s.warn(c, n, "line of another session "+strconv.Quote(id)+"; kept in this Storyline with its sessionId in the step extra", "sessionId")
-	obj["otherSessionId"] = obj["sessionId"]
+	obj.Set("otherSessionId", obj.Get("sessionId"))
 }
 
 // stepID makes id unique within the chain.
@@ -358,10 +434,10 @@ func (c *chain) add(st model.Step) int {
 	return len(c.sl.Steps) - 1
 }
 
-func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]jsonx.RawMessage) {
-	text, _, ok := format.Content(obj["content"])
+func (s *session) system(c *chain, id string, ts *time.Time, obj *format.Members) {
+	text, _, ok := format.Content(obj.Get("content"))
 	st := model.Step{StepID: c.stepID(id), Source: model.SourceSystem, MessageKind: format.KindText,
-		Timestamp: ts, Extra: format.StripExtra(extraOf(obj, systemKeys...))}
+		Timestamp: ts, Extra: format.StripExtra(obj.Extra(nil, s.extraKnown(systemKeys)...))}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
@@ -372,17 +448,17 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj map[string]json
 // user maps a user line: tool_result blocks become tool steps linked to
 // their calls; the other content (a string, text and image blocks) one
 // user step. The line's extra goes to its first step.
-func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map[string]jsonx.RawMessage, m *string) {
+func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.Members, obj *format.Members, m *string) {
 	first := true
 	take := func() *string {
 		if !first {
 			return nil
 		}
 		first = false
-		return format.StripExtra(lineExtra(obj, m))
+		return format.StripExtra(s.lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
-	content := msg["content"]
+	content := msg.Get("content")
 	blocks, isArray := format.SplitArray(content)
 	if !isArray {
 		text, kind, ok := format.Content(content)
@@ -396,16 +472,17 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map
 	}
 	var others [][]byte
 	userAt := -1
-	blk := s.blk
 	for i, b := range blocks {
-		if !format.SplitObjectInto(blk, b) || format.Symbol(blk["type"]) != "tool_result" {
+		blk, isObject := format.AppendMembers(s.blk[:0], b)
+		s.blk = blk
+		if !isObject || symbol(blk.Get("type")) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
 			}
 			others = append(others, b)
 			continue
 		}
-		var lineObj map[string]jsonx.RawMessage
+		var lineObj *format.Members
 		if first {
 			lineObj, first = obj, false
 		}
@@ -430,13 +507,13 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg, obj map
 // earliest unanswered call with its tool_use_id. obj is the line's members
 // (m its message's extra) when the step is the line's first, which takes
 // the line's extra; else nil.
-func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk, obj map[string]jsonx.RawMessage, m *string) {
-	text, kind, ok := format.Content(blk["content"])
+func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk format.Members, obj *format.Members, m *string) {
+	text, kind, ok := format.Content(blk.Get("content"))
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
 	}
-	e := extraOf(blk, "type", "content")
+	e := blk.Extra(nil, "type", "content")
 	clear(s.set)
 	if e != nil {
 		s.set["tool_result"] = []byte(*e)
@@ -449,12 +526,12 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 		st.Extra = format.StripExtra(addExtra(extra, s.set, nil))
 	}
 	c.add(st)
-	isErr, _ := format.Bool(blk["is_error"])
+	isErr, _ := format.Bool(blk.Get("is_error"))
 	status := model.ResultOK
 	if isErr {
 		status = model.ResultError
 	}
-	callID := format.String(blk["tool_use_id"])
+	callID := format.String(blk.Get("tool_use_id"))
 	q := c.pending[callID]
 	if len(q) == 0 {
 		s.warn(c, n, "tool_result for tool_use_id "+strconv.Quote(callID)+" matches no unanswered tool_use; kept as a tool step",
@@ -480,8 +557,8 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // What the line adds to the step's extra (merged_uuids, message, usage,
 // content_blocks) is collected in s.set and s.lists, then pended on the
 // open step: merging each member in turn re-read the extra every time.
-func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg map[string]jsonx.RawMessage, m *string, obj map[string]jsonx.RawMessage) {
-	msgID := format.String(msg["id"])
+func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg format.Members, m *string, obj *format.Members) {
+	msgID := format.String(msg.Get("id"))
 	var st *model.Step
 	la := c.last
 	clear(s.set)
@@ -504,7 +581,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		st = &c.sl.Steps[idx]
 		fresh = true
 	}
-	if m := format.Symbol(msg["model"]); m != "" {
+	if m := format.Symbol(msg.Get("model")); m != "" {
 		st.ModelName = model.Str(m)
 		if c.anyModel == "" {
 			c.anyModel = m
@@ -513,25 +590,25 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 			c.modelName = m
 		}
 	}
-	s.usage(c, n, st, msgID, msg["usage"])
+	s.usage(c, n, st, msgID, msg.Get("usage"))
 	if fresh {
 		st.Extra = s.freshExtra(obj, m)
 	}
-	content := msg["content"]
+	content := msg.Get("content")
 	blocks, isArray := format.SplitArray(content)
 	if !isArray {
 		if text, _, ok := format.Content(content); ok {
 			la.texts = append(la.texts, text)
 		}
 	}
-	blk := s.blk
 	for i, b := range blocks {
-		format.SplitObjectInto(blk, b) // empty when b is not an object
-		switch format.Symbol(blk["type"]) {
+		blk, _ := format.AppendMembers(s.blk[:0], b) // empty when b is not an object
+		s.blk = blk
+		switch symbol(blk.Get("type")) {
 		case "text":
-			la.texts = append(la.texts, format.String(blk["text"]))
+			la.texts = append(la.texts, format.String(blk.Get("text")))
 		case "thinking":
-			la.reasoning = append(la.reasoning, format.String(blk["thinking"]))
+			la.reasoning = append(la.reasoning, format.String(blk.Get("thinking")))
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
@@ -560,11 +637,11 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	}
 }
 
-func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk map[string]jsonx.RawMessage) {
-	id := format.String(blk["id"])
-	args, valid := argumentsText(blk["input"])
-	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.Symbol(blk["name"]),
-		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(extraOf(blk, "type", "id", "name", "input"))}
+func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk format.Members) {
+	id := format.String(blk.Get("id"))
+	args, valid := argumentsText(blk.Get("input"))
+	tc := model.ToolCall{StepID: stepID, ToolCallID: id, FunctionName: format.Symbol(blk.Get("name")),
+		Arguments: args, ArgumentsValid: valid, Extra: format.StripExtra(blk.Extra(nil, "type", "id", "name", "input"))}
 	if id == "" {
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
 	}
@@ -594,8 +671,9 @@ func argumentsText(raw []byte) (*string, bool) {
 // members stay in extra.usage. A message id already counted on an earlier
 // step is not counted again.
 func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jsonx.RawMessage) {
-	u := s.blk
-	if !format.SplitObjectInto(u, raw) {
+	u, isObject := format.AppendMembers(s.use[:0], raw)
+	s.use = u
+	if !isObject {
 		return
 	}
 	if msgID != "" {
@@ -606,10 +684,10 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 		}
 		c.countedOn[msgID] = st.StepID
 	}
-	in, hasIn := format.Int(u["input_tokens"])
-	out, hasOut := format.Int(u["output_tokens"])
-	read, hasRead := format.Int(u["cache_read_input_tokens"])
-	create, hasCreate := format.Int(u["cache_creation_input_tokens"])
+	in, hasIn := format.Int(u.Get("input_tokens"))
+	out, hasOut := format.Int(u.Get("output_tokens"))
+	read, hasRead := format.Int(u.Get("cache_read_input_tokens"))
+	create, hasCreate := format.Int(u.Get("cache_creation_input_tokens"))
 	st.PromptTokens, st.CompletionTokens, st.CachedTokens = nil, nil, nil
 	if hasIn || hasRead || hasCreate {
 		st.PromptTokens = model.Int(in + read + create)
@@ -620,7 +698,7 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 	if hasRead {
 		st.CachedTokens = model.Int(read)
 	}
-	if e := extraOf(u, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
+	if e := u.Extra(nil, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
 		s.set["usage"] = []byte(*e)
 	}
 }
@@ -723,17 +801,6 @@ func (s *session) runExtra() *string {
 	return extra
 }
 
-// extraOf is format.Extra for an object split from a validated line: its
-// values are not validated again, which was half the cost of an extra.
-func extraOf(obj map[string]jsonx.RawMessage, known ...string) *string {
-	var buf [16]string
-	names := buf[:0]
-	for k := range obj {
-		names = append(names, k)
-	}
-	return format.ExtraNamed(obj, names, known)
-}
-
 // addExtra sets the members of set in extra (nil = empty; always an object
 // this adapter wrote) and appends the elements of lists (valid JSON) to
 // its arrays, a member that is not an array counting as empty.
@@ -741,16 +808,37 @@ func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *
 	if len(set) == 0 && len(lists) == 0 {
 		return extra
 	}
-	obj := map[string]jsonx.RawMessage{}
+	var obj format.Members
 	if extra != nil {
-		format.SplitObjectInto(obj, []byte(*extra))
+		obj, _ = format.AppendMembers(nil, []byte(*extra))
 	}
 	for k, v := range set {
-		obj[k] = v
+		obj.Set(k, v)
 	}
 	for k, add := range lists {
-		list, _ := format.SplitArray(obj[k])
-		obj[k] = format.JoinArray(append(list, add...))
+		list, _ := format.SplitArray(obj.Get(k))
+		obj.Set(k, format.JoinArray(append(list, add...)))
 	}
-	return extraOf(obj)
+	return obj.Extra(nil)
+}
+
+// symbol is format.Symbol of a scanned value (no space around it), with
+// the line types, roles and block types of most lines matched as written
+// rather than hashed into format's name cache.
+func symbol(raw []byte) string {
+	switch string(raw) {
+	case `"user"`:
+		return typeUser
+	case `"assistant"`:
+		return typeAsst
+	case `"text"`:
+		return "text"
+	case `"tool_use"`:
+		return "tool_use"
+	case `"tool_result"`:
+		return "tool_result"
+	case `"thinking"`:
+		return "thinking"
+	}
+	return format.Symbol(raw)
 }

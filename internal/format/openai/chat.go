@@ -218,42 +218,11 @@ func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
 		return format.String(raw), format.KindText, true
 	}
 	if len(raw) > 0 && raw[0] == '[' {
-		if text, ok := textArray(raw); ok {
+		if text, ok := format.TextArray(raw); ok {
 			return text, format.KindText, true
 		}
 	}
 	return format.Content(format.CompactJSON(raw))
-}
-
-var textPartKeys = []string{"type", "text"}
-
-// textArray is the text format.Content gives an array of text parts, read
-// with the scanner and Fields: decoding the parts into maps with the codec
-// was most of the cost of message and reasoning content. ok is false when
-// raw is not valid JSON or not all text parts, which Content then maps.
-func textArray(raw []byte) (string, bool) {
-	if !jsonx.IsValid(raw) {
-		return "", false
-	}
-	elems, isArray := format.SplitArray(raw)
-	if !isArray {
-		return "", false
-	}
-	var buf [4]string
-	texts := buf[:0]
-	for _, e := range elems {
-		var part [2][]byte // type, text
-		if !format.Fields(e, textPartKeys, part[:]) || part[1] == nil {
-			return "", false
-		}
-		switch format.String(part[0]) {
-		case "", "text", "input_text", "output_text", "summary_text", "reasoning_text":
-		default:
-			return "", false
-		}
-		texts = append(texts, format.String(part[1]))
-	}
-	return strings.Join(texts, "\n"), true
 }
 
 func stringValue(raw jsonx.RawMessage) (string, bool) {

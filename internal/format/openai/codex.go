@@ -37,7 +37,7 @@ type rollout struct {
 	// map for all such lines (nothing keeps a line's members past the line);
 	// members is the scanner's buffer for the payloads it splits.
 	payload map[string]jsonx.RawMessage
-	members []member
+	members format.Members
 	// tsRaw and ts are the last timestamp parsed (tsSeen: there is one),
 	// as written and as parsed.
 	tsRaw  []byte
@@ -60,7 +60,7 @@ type rolloutLine struct {
 	// split says that members are the payload's, an object split while the
 	// line was validated.
 	split   bool
-	members []member
+	members format.Members
 }
 
 // envelopeKeys are the members of a line's envelope, as decodeEnvelope
@@ -71,7 +71,7 @@ var envelopeKeys = []string{"timestamp", "type", "payload"}
 // payload's members (appended to buf) when scanRolloutLine can, else with
 // decodeEnvelope, which gives the same values. The payload and members
 // alias line.
-func decodeRolloutLine(line []byte, buf []member) (rolloutLine, error) {
+func decodeRolloutLine(line []byte, buf format.Members) (rolloutLine, error) {
 	if env, members, object, ok := scanRolloutLine(line, buf); ok {
 		env.split, env.members = object, members
 		return env, nil

@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"strings"
-
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -14,7 +12,7 @@ import (
 // of a handful of members looked up a few times each.
 type object struct {
 	m       map[string]jsonx.RawMessage
-	members []member
+	members format.Members
 }
 
 func mapObject(m map[string]jsonx.RawMessage) object { return object{m: m} }
@@ -25,12 +23,7 @@ func (o object) get(name string) jsonx.RawMessage {
 	if o.m != nil {
 		return o.m[name]
 	}
-	for i := len(o.members) - 1; i >= 0; i-- {
-		if string(o.members[i].name) == name {
-			return o.members[i].val
-		}
-	}
-	return nil
+	return o.members.Get(name)
 }
 
 // toMap is the object as a map, for the few readers of whole objects
@@ -39,82 +32,20 @@ func (o object) toMap() map[string]jsonx.RawMessage {
 	if o.m != nil {
 		return o.m
 	}
-	m := make(map[string]jsonx.RawMessage, len(o.members))
-	for _, mb := range o.members {
-		m[string(mb.name)] = mb.val
-	}
-	return m
+	return o.members.Map()
 }
 
 // extra is format.Extra(o, known...) with add (a member the mapping sets,
 // nil for none) merged in as format.MergeExtra would.
-func (o object) extra(add *member, known ...string) *string {
+func (o object) extra(add *format.Member, known ...string) *string {
 	if o.m != nil {
 		e := format.Extra(o.m, known...)
 		if add != nil {
-			e = format.MergeExtra(e, string(add.name), add.val)
+			e = format.MergeExtra(e, string(add.Name), add.Val)
 		}
 		return e
 	}
-	return membersExtra(o.members, known, add)
-}
-
-// membersExtra is format.ExtraNamed of members read from a validated line
-// (values compacted without another check), written from the list: the
-// names not known, sorted, a repeated one with its last value (add last of
-// all, so that it wins).
-func membersExtra(members []member, known []string, add *member) *string {
-	var buf [16]member // most items fit: the list stays off the heap
-	keep := buf[:0]
-	for _, mb := range members {
-		if !isKnown(known, mb.name) {
-			keep = append(keep, mb)
-		}
-	}
-	if add != nil {
-		keep = append(keep, *add)
-	}
-	if len(keep) == 0 {
-		return nil
-	}
-	// A stable insertion sort: items have a handful of members, and
-	// slices.SortStableFunc moved keep (and its func) to the heap.
-	for i := 1; i < len(keep); i++ {
-		for j := i; j > 0 && string(keep[j].name) < string(keep[j-1].name); j-- {
-			keep[j], keep[j-1] = keep[j-1], keep[j]
-		}
-	}
-	size := 2
-	for _, mb := range keep {
-		size += len(mb.name) + len(mb.val) + 4
-	}
-	var b strings.Builder // its String is the text, without a copy
-	b.Grow(size)
-	b.WriteByte('{')
-	var quoted [64]byte
-	for i, mb := range keep {
-		if i+1 < len(keep) && string(keep[i+1].name) == string(mb.name) {
-			continue // a later value of the same name replaces this one
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(jsonx.AppendQuoted(quoted[:0], string(mb.name)))
-		b.WriteByte(':')
-		b.Write(jsonx.CompactValid(mb.val))
-	}
-	b.WriteByte('}')
-	s := b.String()
-	return &s
-}
-
-func isKnown(known []string, name []byte) bool {
-	for _, k := range known {
-		if string(name) == k {
-			return true
-		}
-	}
-	return false
+	return o.members.Extra(add, known...)
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with

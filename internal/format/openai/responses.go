@@ -123,7 +123,7 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 
 // encryptedFlag is the extra member that says a reasoning item had
 // encrypted content.
-var encryptedFlag = member{name: []byte("encrypted_content"), val: []byte("true")}
+var encryptedFlag = format.Member{Name: []byte("encrypted_content"), Val: []byte("true")}
 
 // itemReasoning keeps the readable summary (and reasoning text when
 // present); encrypted content is opaque, so only its presence is flagged.
@@ -138,7 +138,7 @@ func (b *builder) itemReasoning(st *model.Step, it object) {
 	if len(texts) > 0 {
 		st.Reasoning = model.Str(strings.Join(texts, "\n"))
 	}
-	var flag *member
+	var flag *format.Member
 	if !format.IsNull(it.get("encrypted_content")) {
 		flag = &encryptedFlag
 	}

@@ -17,7 +17,7 @@ import (
 // scanner accepts is valid JSON whose envelope and payload members are what
 // decodeEnvelope and SplitObject give, with format.ExtraNamed and the
 // member list's get and extra (with a flag merged) what the map gives.
-// ArgumentsText's validity is encoding/json's, symbol is Symbol, and textArray is Content.
+// ArgumentsText's validity is encoding/json's, and symbol is Symbol.
 func FuzzScanRolloutLine(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		for _, line := range bytes.Split(s, []byte("\n")) {
@@ -43,11 +43,6 @@ func FuzzScanRolloutLine(f *testing.F) {
 		if text, valid := format.ArgumentsText(line); text != nil && valid != json.Valid([]byte(*text)) {
 			t.Fatalf("ArgumentsText %q says valid %v", *text, valid)
 		}
-		if text, ok := textArray(line); ok {
-			if want, kind, ok := format.Content(format.CompactJSON(line)); text != want || kind != format.KindText || !ok {
-				t.Fatalf("textArray %q, want %q %s %v", text, want, kind, ok)
-			}
-		}
 		line = bytes.TrimSpace(line)
 		env, members, isObject, ok := scanRolloutLine(line, nil)
 		if !ok {
@@ -67,11 +62,11 @@ func FuzzScanRolloutLine(f *testing.F) {
 		got := map[string]jsonx.RawMessage{}
 		var names []string
 		for _, m := range members {
-			got[string(m.name)] = m.val
-			names = append(names, string(m.name))
+			got[string(m.Name)] = m.Val
+			names = append(names, string(m.Name))
 		}
 		o := object{members: members}
-		flag := &member{name: []byte("b"), val: []byte("true")}
+		flag := &format.Member{Name: []byte("b"), Val: []byte("true")}
 		for _, known := range [][]string{nil, {"type", "output"}, {"a", "b"}} {
 			want := format.Extra(got, known...)
 			if e := format.ExtraNamed(got, names, known); !reflect.DeepEqual(e, want) {
@@ -80,7 +75,7 @@ func FuzzScanRolloutLine(f *testing.F) {
 			if e := o.extra(nil, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("members extra %v, want %v", model.Deref(e), model.Deref(want))
 			}
-			want = format.MergeExtra(want, "b", flag.val)
+			want = format.MergeExtra(want, "b", flag.Val)
 			if e := o.extra(flag, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("members extra with b %v, want %v", model.Deref(e), model.Deref(want))
 			}

@@ -1,0 +1,99 @@
+package format
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
+)
+
+// FuzzMembers checks the member lists against the maps they replace: what
+// ScanMembersWithin accepts is a valid object (and every valid object is
+// accepted), its members and its inner object's are what SplitObject gives,
+// AppendMembers lists the same, and Get, Has, Delete, Set and Extra answer
+// as the map and format.Extra / MergeExtra do.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, ` { "a" : 1 , "m" : { "b" : [ 1 , { "c" : null } ] } } `, `{"m":1,"m":{"x":true}}`, `{"m":{"x":1},"m":"s"}`,
+		`{"a":1,"a":2,"b\u0061":3,"m":{"t":"\u00e9","t":-1.5e3}}`, "{\"\xff\":1,\"m\":{\"\xfe\":\"\x01\"}}", `{"m":{"a":"\ud800"}}`, `[{"m":{}}]`,
+		`{"a":1,}`, `{"m":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
+		`{"m":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, `{"type":"user","message":{"role":"user","content":"x"},"uuid":"u"}`} {
+		f.Add([]byte(s), "m")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, inner string) {
+		i := jsonx.SkipWS(raw, 0)
+		var members, innerMembers Members
+		var innerObject, ok bool
+		if i < len(raw) && raw[i] == '{' {
+			var end int
+			end, members, innerMembers, innerObject, ok = ScanMembersWithin(raw, i, 0, nil, inner, nil)
+			ok = ok && jsonx.SkipWS(raw, end) == len(raw)
+		}
+		want := map[string]jsonx.RawMessage(nil)
+		if jsonx.Valid(raw) {
+			want = SplitObject(raw)
+		}
+		if ok != (want != nil) {
+			t.Fatalf("scanned %v, valid object %v", ok, want != nil)
+		}
+		if !ok {
+			return
+		}
+		split, _ := AppendMembers(nil, raw)
+		if !reflect.DeepEqual(split, members) {
+			t.Fatalf("AppendMembers %q, scanned %q", split, members)
+		}
+		wantInner := SplitObject(want[inner])
+		if _, has := want[inner]; inner == "" || !has {
+			wantInner = nil
+		}
+		checkMembers(t, members, want)
+		if innerObject != (wantInner != nil) {
+			t.Fatalf("inner object %v, SplitObject %v", innerObject, wantInner != nil)
+		}
+		if innerObject {
+			checkMembers(t, innerMembers, wantInner)
+		}
+	})
+}
+
+// checkMembers checks ms against m, its map, then again after Delete and
+// Set of a name.
+func checkMembers(t *testing.T, ms Members, m map[string]jsonx.RawMessage) {
+	t.Helper()
+	for round := range 2 {
+		if got := ms.Map(); !reflect.DeepEqual(got, m) && (len(got) > 0 || len(m) > 0) {
+			t.Fatalf("round %d: members %q, map %q", round, got, m)
+		}
+		for k, v := range m {
+			if !bytes.Equal(ms.Get(k), v) || !ms.Has(k) {
+				t.Fatalf("round %d: Get(%q) = %q, want %q", round, k, ms.Get(k), v)
+			}
+		}
+		if ms.Has("\x00absent") || ms.Get("\x00absent") != nil {
+			t.Fatal("an absent name is found")
+		}
+		add := &Member{Name: []byte("b"), Val: []byte("true")}
+		for _, known := range [][]string{nil, {"type", "message"}, {"a", "b"}} {
+			want := Extra(m, known...)
+			if e := ms.Extra(nil, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("round %d: Extra %v, want %v", round, model.Deref(e), model.Deref(want))
+			}
+			want = MergeExtra(want, "b", add.Val)
+			if e := ms.Extra(add, known...); !reflect.DeepEqual(e, want) {
+				t.Fatalf("round %d: Extra with b %v, want %v", round, model.Deref(e), model.Deref(want))
+			}
+		}
+		// Delete the first name, set another; the map the same way.
+		ms = append(Members(nil), ms...)
+		if len(ms) > 0 {
+			name := string(ms[0].Name)
+			ms.Delete(name)
+			delete(m, name)
+		}
+		ms.Set("set", []byte(`[1]`))
+		m["set"] = []byte(`[1]`)
+	}
+}

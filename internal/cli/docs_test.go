@@ -154,3 +154,45 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryFuzzTargetIsInTheTestingGuide: docs/testing.md lists each fuzz
+// target in a row of its package, with how long it has run, so that a new
+// parser's target is not left out of the record.
+func TestEveryFuzzTargetIsInTheTestingGuide(t *testing.T) {
+	root := filepath.Join("..", "..")
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "testing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // package directory → its rows
+	for _, line := range strings.Split(string(guide), "\n") {
+		if m := regexp.MustCompile("^\\| `([a-z0-9_/]+)` \\|").FindStringSubmatch(line); m != nil {
+			rows[m[1]] += line
+		}
+	}
+	target := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		pkg, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range target.FindAllStringSubmatch(string(b), -1) {
+			found++
+			if !strings.Contains(rows[filepath.ToSlash(pkg)], "`"+m[1]+"`") {
+				t.Errorf("%s: %s is not in a row of `%s` in docs/testing.md (Fuzzing)", path, m[1], filepath.ToSlash(pkg))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("no fuzz targets found: the walk is broken")
+	}
+}

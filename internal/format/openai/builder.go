@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -42,6 +41,9 @@ type builder struct {
 	// toolDefs is the first <tools> schema found in a system or user turn,
 	// for the run's extra.
 	toolDefs []byte
+	// messageMembers and callMembers are the members of the message and of
+	// the tool call being mapped, reused from one to the next.
+	messageMembers, callMembers format.Members
 }
 
 func newBuilder(layout string, l loc) *builder {
@@ -222,9 +224,9 @@ func (b *builder) setIdentity(ids format.SessionIDs, dataID, derived string) {
 }
 
 // firstString returns the first non-empty string value among keys.
-func firstString(obj map[string]jsonx.RawMessage, keys ...string) (key, value string) {
+func firstString(obj object, keys ...string) (key, value string) {
 	for _, k := range keys {
-		if v := format.String(obj[k]); v != "" {
+		if v := format.String(obj.get(k)); v != "" {
 			return k, v
 		}
 	}

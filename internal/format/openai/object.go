@@ -26,6 +26,15 @@ func (o object) get(name string) jsonx.RawMessage {
 	return o.members.Get(name)
 }
 
+// lookup is get that also reports whether the object has member name.
+func (o object) lookup(name string) (jsonx.RawMessage, bool) {
+	if o.m != nil {
+		raw, ok := o.m[name]
+		return raw, ok
+	}
+	return o.members.Get(name), o.members.Has(name)
+}
+
 // toMap is the object as a map, for the few readers of whole objects
 // (session metadata, untyped messages).
 func (o object) toMap() map[string]jsonx.RawMessage {

@@ -62,18 +62,28 @@ func (c *chatRecords) Record(src format.Source, lineNo int64, line []byte) (*mod
 }
 
 func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Storyline, string, error) {
-	top, err := decodeObject(raw)
-	if err != nil {
-		return nil, "", elementError(src, l, err)
+	var buf [8]format.Member
+	top, ok := scanObject(raw, buf[:0])
+	if !ok {
+		m, err := decodeObject(raw)
+		if err != nil {
+			return nil, "", elementError(src, l, err)
+		}
+		top = mapObject(m)
 	}
+	return c.build(src, l, top)
+}
+
+// build maps a record already validated and split into top.
+func (c *chatRecords) build(src format.Source, l loc, top object) (*model.Storyline, string, error) {
 	b := newBuilder(c.layout, l)
 	idKey, id := firstString(top, sessionKeys...)
 	b.setIdentity(nil, id, l.derivedID())
-	if m, ok := stringValue(top["model"]); ok {
+	if m, ok := stringValue(top.get("model")); ok {
 		b.sl.Run.AgentModelName = model.Str(m)
 	}
-	b.chatMessages(top["messages"], 0, l.sub("messages"))
-	b.sl.Run.Extra = format.Extra(top, "messages", idKey, "model")
+	b.chatMessages(top.get("messages"), 0, l.sub("messages"))
+	b.sl.Run.Extra = top.extra(nil, "messages", idKey, "model")
 	return b.finish(src.File), id, nil
 }
 
@@ -87,20 +97,23 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 		b.warnAt(at, "no messages")
 		return first
 	}
-	msgs, err := decodeMessages(raw)
-	if err != nil {
+	elems, ok := format.SplitArray(raw)
+	if !ok {
 		b.warnAt(at, "messages is not an array; ignored")
 		return first
 	}
-	b.sl.Steps = slices.Grow(b.sl.Steps, len(msgs))
-	for i, m := range msgs {
-		if m == nil {
+	b.sl.Steps = slices.Grow(b.sl.Steps, len(elems))
+	for i, e := range elems {
+		// A list of members per message rather than a map (hashing every
+		// name was a tenth of the chat profile); raw is validated.
+		var isObject bool
+		if b.messageMembers, isObject = format.AppendMembers(b.messageMembers[:0], e); !isObject {
 			b.warnAt(at, "message is not an object; skipped", i)
 			continue
 		}
-		b.chatMessage(strconv.Itoa(first+i), at.elem(i), m)
+		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: b.messageMembers})
 	}
-	return first + len(msgs)
+	return first + len(elems)
 }
 
 // normalizeHarbor reads harbor trace exports: one row per episode, each
@@ -184,7 +197,7 @@ func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit
 		}
 		b := newBuilder(layoutShareGPT, l)
 		at := l.sub("conversations")
-		idKey, id := firstString(top, sessionKeys...)
+		idKey, id := firstString(mapObject(top), sessionKeys...)
 		b.setIdentity(ids, id, l.derivedID())
 		turns, err := decodeMessages(top["conversations"])
 		if err != nil || turns == nil {
@@ -195,7 +208,7 @@ func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit
 				b.warnAt(at, "turn is not an object; skipped", i)
 				continue
 			}
-			b.chatMessage(strconv.Itoa(i), at.elem(i), b.shareGPTTurn(at.elem(i), t))
+			b.chatMessage(strconv.Itoa(i), at.elem(i), mapObject(b.shareGPTTurn(at.elem(i), t)))
 		}
 		b.sl.Run.Extra = format.Extra(top, "conversations", idKey)
 		return emit(b.finish(src.File))

@@ -36,3 +36,18 @@ func scanRolloutLine(line []byte, members format.Members) (env rolloutLine, out 
 	env.Type, env.Timestamp, env.Payload = symbol(typ), top.Get("timestamp"), top.Get("payload")
 	return env, out, payloadObject, true
 }
+
+// scanObject validates the record raw and appends its members to
+// members[:0] in one pass, as decodeObject validates and splits it in two.
+// ok is false when raw is not a valid object; decodeObject then says why.
+func scanObject(raw []byte, members format.Members) (object, bool) {
+	i := jsonx.SkipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return object{}, false
+	}
+	end, out, ok := format.ScanMembers(raw, i, 0, members[:0])
+	if !ok || jsonx.SkipWS(raw, end) != len(raw) {
+		return object{}, false
+	}
+	return object{members: out}, true
+}

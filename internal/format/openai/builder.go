@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -41,9 +42,28 @@ type builder struct {
 	// toolDefs is the first <tools> schema found in a system or user turn,
 	// for the run's extra.
 	toolDefs []byte
-	// messageMembers and callMembers are the members of the message and of
-	// the tool call being mapped, reused from one to the next.
-	messageMembers, callMembers format.Members
+	// scratch holds what message lists are split into (chatMessages).
+	scratch *scratch
+}
+
+// scratch holds the buffers a message list is split into, reused from one
+// message to the next, and through scratchPool from one record to the
+// next: growing them again for each of a file's conversations showed in
+// the chat profile.
+type scratch struct {
+	messages, calls [][]byte       // the list's elements; a message's tool calls
+	message, call   format.Members // the members of the message and call being mapped
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// buffers is the builder's scratch, new unless a reader of many records
+// gave it one from scratchPool.
+func (b *builder) buffers() *scratch {
+	if b.scratch == nil {
+		b.scratch = new(scratch)
+	}
+	return b.scratch
 }
 
 func newBuilder(layout string, l loc) *builder {

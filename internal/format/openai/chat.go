@@ -52,7 +52,7 @@ var chatKnown = []string{
 // chatMessage maps one Chat Completions message (found at `at` in the
 // file) to step stepID, its tool calls, and a link to the call it answers.
 func (b *builder) chatMessage(stepID string, at loc, m object) {
-	role := format.String(m.get("role"))
+	role := symbol(m.get("role"))
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -77,7 +77,8 @@ func (b *builder) chatMessage(stepID string, at loc, m object) {
 		}
 	}
 
-	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
+	var knownBuf [16]string // chatKnown and the few keys appended: off the heap
+	known := append(knownBuf[:0], chatKnown...)
 	var reasoning []string
 	if bl != nil {
 		reasoning = append(reasoning, bl.thinking...)
@@ -373,14 +374,15 @@ func messageExtra(m object, known []string) *string {
 func (b *builder) chatToolCalls(stepID string, at loc, m object) int {
 	n := 0
 	if raw := m.get("tool_calls"); !format.IsNull(raw) && objectValue(raw) == nil { // an object is fast-agent's map (blocks.go)
-		calls, ok := objects(raw)
-		if !ok {
+		s := b.buffers()
+		var ok bool
+		if s.calls, ok = objects(s.calls[:0], raw); !ok {
 			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
 		}
-		for i, c := range calls {
+		for i, c := range s.calls {
 			// Each call's members are read, and done with, before the next.
-			b.callMembers, _ = format.AppendMembers(b.callMembers[:0], c)
-			b.chatToolCall(stepID, object{members: b.callMembers}, at, i)
+			s.call, _ = format.AppendMembers(s.call[:0], c)
+			b.chatToolCall(stepID, object{members: s.call}, at, i)
 			n++
 		}
 	}
@@ -399,27 +401,29 @@ func (b *builder) chatToolCalls(stepID string, at loc, m object) int {
 	return n
 }
 
-// objects returns the elements of a JSON array when they are all objects.
-func objects(raw []byte) ([][]byte, bool) {
-	elems, ok := format.SplitArray(raw)
+// objects appends the elements of a JSON array to elems when they are all
+// objects; otherwise it returns elems[:0] and false.
+func objects(elems [][]byte, raw []byte) ([][]byte, bool) {
+	out, ok := format.AppendElements(elems, raw)
 	if !ok {
-		return nil, false
+		return elems[:0], false
 	}
-	for _, e := range elems {
+	for _, e := range out[len(elems):] {
 		if objectValue(e) == nil {
-			return nil, false
+			return elems[:0], false
 		}
 	}
-	return elems, true
+	return out, true
 }
 
 func (b *builder) chatToolCall(stepID string, c object, at loc, i int) {
 	id := format.String(c.get("id"))
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
-	known := []string{"id", "function"}
+	var knownBuf [3]string
+	known := append(knownBuf[:0], "id", "function")
 	fnRaw := c.get("function")
 	argKey := "arguments"
-	switch typ := format.String(c.get("type")); typ {
+	switch typ := symbol(c.get("type")); typ {
 	case "custom":
 		fnRaw = c.get("custom")
 		argKey = "input"
@@ -434,7 +438,7 @@ func (b *builder) chatToolCall(stepID string, c object, at loc, i int) {
 	if !isObject {
 		b.warnAt(at, "tool call has no function object", "tool_calls", i)
 	}
-	tc.FunctionName = format.String(fn.Get("name"))
+	tc.FunctionName = format.Symbol(fn.Get("name"))
 	tc.Arguments, tc.ArgumentsValid = b.arguments(fn.Get(argKey), at, "tool_calls", i, "function", argKey)
 	tc.Extra = c.extra(nil, known...)
 	b.addCall(tc, id)

@@ -58,8 +58,8 @@ func (o object) extra(add *format.Member, known ...string) *string {
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with
-// the types and roles of most lines matched as written rather than hashed
-// into format's name cache.
+// the types and roles of most lines (and of chat messages and tool calls)
+// matched as written rather than hashed into format's name cache.
 func symbol(raw []byte) string {
 	switch string(raw) {
 	case `"response_item"`:
@@ -90,6 +90,12 @@ func symbol(raw []byte) string {
 		return "user"
 	case `"assistant"`:
 		return "assistant"
+	case `"system"`:
+		return "system"
+	case `"tool"`:
+		return "tool"
+	case `"function"`:
+		return "function"
 	}
 	return format.Symbol(raw)
 }

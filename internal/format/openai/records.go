@@ -77,6 +77,8 @@ func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Story
 // build maps a record already validated and split into top.
 func (c *chatRecords) build(src format.Source, l loc, top object) (*model.Storyline, string, error) {
 	b := newBuilder(c.layout, l)
+	b.scratch = scratchPool.Get().(*scratch)
+	defer scratchPool.Put(b.scratch)
 	idKey, id := firstString(top, sessionKeys...)
 	b.setIdentity(nil, id, l.derivedID())
 	if m, ok := stringValue(top.get("model")); ok {
@@ -97,23 +99,24 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 		b.warnAt(at, "no messages")
 		return first
 	}
-	elems, ok := format.SplitArray(raw)
-	if !ok {
+	s := b.buffers()
+	var ok bool
+	if s.messages, ok = format.AppendElements(s.messages[:0], raw); !ok {
 		b.warnAt(at, "messages is not an array; ignored")
 		return first
 	}
-	b.sl.Steps = slices.Grow(b.sl.Steps, len(elems))
-	for i, e := range elems {
+	b.sl.Steps = slices.Grow(b.sl.Steps, len(s.messages))
+	for i, e := range s.messages {
 		// A list of members per message rather than a map (hashing every
 		// name was a tenth of the chat profile); raw is validated.
 		var isObject bool
-		if b.messageMembers, isObject = format.AppendMembers(b.messageMembers[:0], e); !isObject {
+		if s.message, isObject = format.AppendMembers(s.message[:0], e); !isObject {
 			b.warnAt(at, "message is not an object; skipped", i)
 			continue
 		}
-		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: b.messageMembers})
+		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: s.message})
 	}
-	return first + len(elems)
+	return first + len(s.messages)
 }
 
 // normalizeHarbor reads harbor trace exports: one row per episode, each

@@ -97,3 +97,69 @@ func checkMembers(t *testing.T, ms Members, m map[string]jsonx.RawMessage) {
 		m["set"] = []byte(`[1]`)
 	}
 }
+
+// FuzzList checks ScanMembersWithinList against the general path: it
+// accepts exactly the valid objects, with the members AppendMembers
+// lists, and the list it splits in the same pass is what SplitList gives
+// of the last member named name (when that is an array): its elements are
+// SplitArray's and each object element's members SplitObject's.
+func FuzzList(f *testing.F) {
+	for _, s := range []string{`{}`, `{"m":[]}`, ` { "m" : [ 1 , { "a" : [ { } ] } , null , { } ] , "b" : 2 } `, `{"m":[{"a":1}],"m":{}}`,
+		`{"m":{},"m":[{"a":1,"a":2}]}`, `{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, `{"m\u0000":[1]}`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
+		`{"m":[` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}`, `{"m":[` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `]}`,
+		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`} {
+		f.Add([]byte(s), "m")
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, name string) {
+		i := jsonx.SkipWS(raw, 0)
+		var members Members
+		var list List
+		var listed, ok bool
+		if i < len(raw) && raw[i] == '{' {
+			var end int
+			end, members, listed, ok = ScanMembersWithinList(raw, i, 0, nil, name, &list)
+			ok = ok && jsonx.SkipWS(raw, end) == len(raw)
+		}
+		want := map[string]jsonx.RawMessage(nil)
+		if jsonx.Valid(raw) {
+			want = SplitObject(raw)
+		}
+		if ok != (want != nil) {
+			t.Fatalf("scanned %v, valid object %v", ok, want != nil)
+		}
+		if !ok {
+			return
+		}
+		if split, _ := AppendMembers(nil, raw); !reflect.DeepEqual(split, members) {
+			t.Fatalf("AppendMembers %q, scanned %q", split, members)
+		}
+		elems, isArray := SplitArray(want[name])
+		if _, has := want[name]; !has {
+			isArray = false
+		}
+		if listed != isArray {
+			t.Fatalf("listed %v, SplitArray %v", listed, isArray)
+		}
+		if !listed {
+			return
+		}
+		var split List
+		if !SplitList(&split, want[name]) || len(split.Elems) != len(elems) || len(list.Elems) != len(elems) {
+			t.Fatalf("SplitList %d elements, scanned %d, SplitArray %d", len(split.Elems), len(list.Elems), len(elems))
+		}
+		for k, e := range elems {
+			got, isObject := list.Object(k)
+			other, otherObject := split.Object(k)
+			wantObject := SplitObject(e)
+			if !bytes.Equal(list.Elems[k], e) || !bytes.Equal(split.Elems[k], e) || isObject != (wantObject != nil) || otherObject != isObject {
+				t.Fatalf("element %d: scanned %q (object %v), split %q (object %v), want %q", k, list.Elems[k], isObject, split.Elems[k], otherObject, e)
+			}
+			if !reflect.DeepEqual(got, other) {
+				t.Fatalf("element %d: scanned members %q, split %q", k, got, other)
+			}
+			if isObject {
+				checkMembers(t, got, wantObject)
+			}
+		}
+	})
+}

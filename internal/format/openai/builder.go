@@ -51,8 +51,10 @@ type builder struct {
 // next: growing them again for each of a file's conversations showed in
 // the chat profile.
 type scratch struct {
-	messages, calls [][]byte       // the list's elements; a message's tool calls
-	message, call   format.Members // the members of the message and call being mapped
+	top      format.Members // a chat record's members
+	messages format.List
+	calls    [][]byte       // a message's tool calls
+	call     format.Members // the members of the call being mapped
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -62,8 +62,9 @@ func (c *chatRecords) Record(src format.Source, lineNo int64, line []byte) (*mod
 }
 
 func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Storyline, string, error) {
-	var buf [8]format.Member
-	top, ok := scanObject(raw, buf[:0])
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	top, listed, ok := scanChatRecord(raw, s)
 	if !ok {
 		m, err := decodeObject(raw)
 		if err != nil {
@@ -71,20 +72,24 @@ func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Story
 		}
 		top = mapObject(m)
 	}
-	return c.build(src, l, top)
+	return c.build(src, l, top, s, listed)
 }
 
-// build maps a record already validated and split into top.
-func (c *chatRecords) build(src format.Source, l loc, top object) (*model.Storyline, string, error) {
+// build maps a record already validated and split into top, its messages
+// already split into s.messages when listed.
+func (c *chatRecords) build(src format.Source, l loc, top object, s *scratch, listed bool) (*model.Storyline, string, error) {
 	b := newBuilder(c.layout, l)
-	b.scratch = scratchPool.Get().(*scratch)
-	defer scratchPool.Put(b.scratch)
+	b.scratch = s
 	idKey, id := firstString(top, sessionKeys...)
 	b.setIdentity(nil, id, l.derivedID())
 	if m, ok := stringValue(top.get("model")); ok {
 		b.sl.Run.AgentModelName = model.Str(m)
 	}
-	b.chatMessages(top.get("messages"), 0, l.sub("messages"))
+	if listed {
+		b.chatList(0, l.sub("messages"))
+	} else {
+		b.chatMessages(top.get("messages"), 0, l.sub("messages"))
+	}
 	b.sl.Run.Extra = top.extra(nil, "messages", idKey, "model")
 	return b.finish(src.File), id, nil
 }
@@ -99,24 +104,28 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 		b.warnAt(at, "no messages")
 		return first
 	}
-	s := b.buffers()
-	var ok bool
-	if s.messages, ok = format.AppendElements(s.messages[:0], raw); !ok {
+	if !format.SplitList(&b.buffers().messages, raw) {
 		b.warnAt(at, "messages is not an array; ignored")
 		return first
 	}
-	b.sl.Steps = slices.Grow(b.sl.Steps, len(s.messages))
-	for i, e := range s.messages {
-		// A list of members per message rather than a map (hashing every
-		// name was a tenth of the chat profile); raw is validated.
-		var isObject bool
-		if s.message, isObject = format.AppendMembers(s.message[:0], e); !isObject {
+	return b.chatList(first, at)
+}
+
+// chatList is chatMessages of the list split into the builder's scratch.
+func (b *builder) chatList(first int, at loc) int {
+	list := &b.scratch.messages
+	b.sl.Steps = slices.Grow(b.sl.Steps, len(list.Elems))
+	for i := range list.Elems {
+		// A list of members per message rather than a map: hashing every
+		// name was a tenth of the chat profile.
+		m, isObject := list.Object(i)
+		if !isObject {
 			b.warnAt(at, "message is not an object; skipped", i)
 			continue
 		}
-		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: s.message})
+		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: m})
 	}
-	return first + len(s.messages)
+	return first + len(list.Elems)
 }
 
 // normalizeHarbor reads harbor trace exports: one row per episode, each

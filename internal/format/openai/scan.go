@@ -37,17 +37,19 @@ func scanRolloutLine(line []byte, members format.Members) (env rolloutLine, out 
 	return env, out, payloadObject, true
 }
 
-// scanObject validates the record raw and appends its members to
-// members[:0] in one pass, as decodeObject validates and splits it in two.
-// ok is false when raw is not a valid object; decodeObject then says why.
-func scanObject(raw []byte, members format.Members) (object, bool) {
+// scanChatRecord validates a chat record and splits it into s.top, and its
+// messages into s.messages (listed false when they are not an array), in
+// one pass, as decodeObject and chatMessages do in several. ok is false
+// when raw is not a valid object; decodeObject then says why.
+func scanChatRecord(raw []byte, s *scratch) (top object, listed, ok bool) {
 	i := jsonx.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return object{}, false
+		return object{}, false, false
 	}
-	end, out, ok := format.ScanMembers(raw, i, 0, members[:0])
+	var end int
+	end, s.top, listed, ok = format.ScanMembersWithinList(raw, i, 0, s.top[:0], "messages", &s.messages)
 	if !ok || jsonx.SkipWS(raw, end) != len(raw) {
-		return object{}, false
+		return object{}, false, false
 	}
-	return object{members: out}, true
+	return object{members: s.top}, listed, true
 }

@@ -101,8 +101,8 @@ func depth(data []byte) int {
 	return strings.Count(string(data), "[") + strings.Count(string(data), "{")
 }
 
-// FuzzChatRecord checks the chat record scan (scanObject, the messages and
-// tool calls split into reused member lists) against the general path: a
+// FuzzChatRecord checks the chat record scan (scanChatRecord, the messages
+// split in the same pass, tool calls into reused member lists) against the general path: a
 // record decoded into a map by decodeObject gives the same Storyline and
 // id, and a record it rejects fails with its error.
 func FuzzChatRecord(f *testing.F) {
@@ -134,7 +134,7 @@ func FuzzChatRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("scan failed: %v", err)
 		}
-		want, wantID, _ := c.build(src, l, mapObject(m))
+		want, wantID, _ := c.build(src, l, mapObject(m), new(scratch), false)
 		if id != wantID || !reflect.DeepEqual(sl, want) {
 			t.Fatalf("scanned %q %+v\nwant %q %+v", id, sl, wantID, want)
 		}

@@ -18,10 +18,21 @@ const nameKeyPrefix = "\x00fn:"
 type loc struct {
 	line int64
 	ptr  string // pointer prefix of the element ("" for a whole line)
+	// index, when not 0, is 1 + the index of an element below ptr: written
+	// into the pointer only when a warning needs it, not for every message.
+	index int
+}
+
+// pointer is the JSON pointer of the element.
+func (l loc) pointer() string {
+	if l.index == 0 {
+		return l.ptr
+	}
+	return l.ptr + "/" + strconv.Itoa(l.index-1)
 }
 
 func (l loc) warning(msg string, parts ...any) model.Warning {
-	return model.Warning{Line: l.line, Pointer: l.ptr + format.Pointer(parts...), Message: msg}
+	return model.Warning{Line: l.line, Pointer: l.pointer() + format.Pointer(parts...), Message: msg}
 }
 
 // builder accumulates one Storyline: steps, tool calls, and the pending

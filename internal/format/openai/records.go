@@ -20,10 +20,10 @@ import (
 var sessionKeys = []string{"session_id", "conversation_id", "id", "task_id", "instance_id"}
 
 // sub returns the location of member key inside the record.
-func (l loc) sub(key string) loc { return loc{line: l.line, ptr: l.ptr + format.Pointer(key)} }
+func (l loc) sub(key string) loc { return loc{line: l.line, ptr: l.pointer() + format.Pointer(key)} }
 
 // elem returns the location of element i of the array at l.
-func (l loc) elem(i int) loc { return loc{line: l.line, ptr: l.ptr + "/" + strconv.Itoa(i)} }
+func (l loc) elem(i int) loc { return loc{line: l.line, ptr: l.pointer(), index: i + 1} }
 
 // derivedID names a record that carries no id of its own: by its line, or
 // by its array index.
@@ -31,7 +31,7 @@ func (l loc) derivedID() string {
 	if l.line > 0 {
 		return lineID(l.line)
 	}
-	return "item-" + strings.TrimPrefix(l.ptr, "/")
+	return "item-" + strings.TrimPrefix(l.pointer(), "/")
 }
 
 // normalizeChat reads chat-jsonl and chat-array: {messages, tools?, ...}.
@@ -115,6 +115,15 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 func (b *builder) chatList(first int, at loc) int {
 	list := &b.scratch.messages
 	b.sl.Steps = slices.Grow(b.sl.Steps, len(list.Elems))
+	// Most calls are answered by a tool message: as many calls reserved
+	// (capacity only) spare the copies of growing the list call by call.
+	tools := 0
+	for i := range list.Elems {
+		if m, _ := list.Object(i); string(m.Get("role")) == `"tool"` {
+			tools++
+		}
+	}
+	b.sl.ToolCalls = slices.Grow(b.sl.ToolCalls, tools)
 	for i := range list.Elems {
 		// A list of members per message rather than a map: hashing every
 		// name was a tenth of the chat profile.

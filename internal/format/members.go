@@ -269,20 +269,28 @@ func (l *List) reset() {
 }
 
 // SplitList splits the valid JSON value raw into l (reset first), as
-// SplitArray and AppendMembers would, and reports whether it is an array.
+// SplitArray and AppendMembers would, in one pass, and reports whether it
+// is an array.
 func SplitList(l *List, raw []byte) bool {
 	l.reset()
-	var ok bool
-	if l.Elems, ok = AppendElements(l.Elems, raw); !ok {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
 		return false
 	}
-	for _, e := range l.Elems {
-		start := len(l.members)
-		var isObject bool
-		if l.members, isObject = AppendMembers(l.members, e); isObject {
+	add := func(key, val []byte) { l.members = append(l.members, Member{Name: MemberName(key), Val: val}) }
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+		var end int
+		if raw[i] == '{' {
+			start := len(l.members)
+			end = members(raw, i, add)
 			l.spans = append(l.spans, [2]int{start, len(l.members)})
 		} else {
+			end = skipValue(raw, i)
 			l.spans = append(l.spans, [2]int{-1, -1})
+		}
+		l.Elems = append(l.Elems, raw[i:end])
+		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
 		}
 	}
 	return true

@@ -64,8 +64,7 @@ type builder struct {
 type scratch struct {
 	top      format.Members // a chat record's members
 	messages format.List
-	calls    [][]byte       // a message's tool calls
-	call     format.Members // the members of the call being mapped
+	calls    format.List // a message's tool calls
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -374,16 +374,15 @@ func messageExtra(m object, known []string) *string {
 func (b *builder) chatToolCalls(stepID string, at loc, m object) int {
 	n := 0
 	if raw := m.get("tool_calls"); !format.IsNull(raw) && objectValue(raw) == nil { // an object is fast-agent's map (blocks.go)
-		s := b.buffers()
-		var ok bool
-		if s.calls, ok = objects(s.calls[:0], raw); !ok {
+		calls := &b.buffers().calls
+		if !objects(calls, raw) {
 			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
-		}
-		for i, c := range s.calls {
-			// Each call's members are read, and done with, before the next.
-			s.call, _ = format.AppendMembers(s.call[:0], c)
-			b.chatToolCall(stepID, object{members: s.call}, at, i)
-			n++
+		} else {
+			for i := range calls.Elems {
+				c, _ := calls.Object(i)
+				b.chatToolCall(stepID, object{members: c}, at, i)
+				n++
+			}
 		}
 	}
 	if raw := m.get("function_call"); !format.IsNull(raw) {
@@ -401,19 +400,18 @@ func (b *builder) chatToolCalls(stepID string, at loc, m object) int {
 	return n
 }
 
-// objects appends the elements of a JSON array to elems when they are all
-// objects; otherwise it returns elems[:0] and false.
-func objects(elems [][]byte, raw []byte) ([][]byte, bool) {
-	out, ok := format.AppendElements(elems, raw)
-	if !ok {
-		return elems[:0], false
+// objects splits the JSON array raw into l and reports whether it is one
+// of objects only.
+func objects(l *format.List, raw []byte) bool {
+	if !format.SplitList(l, raw) {
+		return false
 	}
-	for _, e := range out[len(elems):] {
-		if objectValue(e) == nil {
-			return elems[:0], false
+	for i := range l.Elems {
+		if _, isObject := l.Object(i); !isObject {
+			return false
 		}
 	}
-	return out, true
+	return true
 }
 
 func (b *builder) chatToolCall(stepID string, c object, at loc, i int) {

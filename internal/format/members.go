@@ -110,7 +110,7 @@ func ScanMembers(b []byte, i, open int, out Members) (int, Members, bool) {
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
 		var more bool
-		if i, more, ok = nextMember(b, i); !more {
+		if i, more, ok = nextMember(b, i, '}'); !more {
 			return i, out, ok
 		}
 	}
@@ -151,7 +151,7 @@ func ScanMembersWithin(b []byte, i, open int, out Members, name string, inner Me
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
 		var more bool
-		if i, more, ok = nextMember(b, i); !more {
+		if i, more, ok = nextMember(b, i, '}'); !more {
 			return i, out, inner, innerObject && ok, ok
 		}
 	}
@@ -175,13 +175,14 @@ func scanName(b []byte, i int) ([]byte, int, bool) {
 	return key, jsonx.SkipWS(b, i+1), true
 }
 
-// nextMember steps over what follows a member's value: more when a comma
-// asks for the next member; else ok when the object closes.
-func nextMember(b []byte, i int) (next int, more, ok bool) {
+// nextMember steps over what follows a member's value (or an element's,
+// closer ']'): more when a comma asks for the next one; else ok when the
+// container closes.
+func nextMember(b []byte, i int, closer byte) (next int, more, ok bool) {
 	if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
 		return jsonx.SkipWS(b, i+1), true, true
 	}
-	if i < len(b) && b[i] == '}' {
+	if i < len(b) && b[i] == closer {
 		return i + 1, false, true
 	}
 	return i, false, false
@@ -319,14 +320,10 @@ func ScanList(b []byte, i, open int, l *List) (int, bool) {
 			return i, false
 		}
 		l.Elems = append(l.Elems, b[v:i])
-		if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
-			i = jsonx.SkipWS(b, i+1)
-			continue
+		var more bool
+		if i, more, ok = nextMember(b, i, ']'); !more {
+			return i, ok
 		}
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		return i, false
 	}
 }
 
@@ -358,7 +355,7 @@ func ScanMembersWithinList(b []byte, i, open int, out Members, name string, l *L
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
 		var more bool
-		if i, more, ok = nextMember(b, i); !more {
+		if i, more, ok = nextMember(b, i, '}'); !more {
 			return i, out, listed && ok, ok
 		}
 	}

@@ -110,7 +110,7 @@ func ScanMembers(b []byte, i, open int, out Members) (int, Members, bool) {
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
 		var more bool
-		if i, more, ok = nextMember(b, i); !more {
+		if i, more, ok = nextMember(b, i, '}'); !more {
 			return i, out, ok
 		}
 	}
@@ -151,7 +151,7 @@ func ScanMembersWithin(b []byte, i, open int, out Members, name string, inner Me
 		}
 		out = append(out, Member{Name: key, Val: b[v:i]})
 		var more bool
-		if i, more, ok = nextMember(b, i); !more {
+		if i, more, ok = nextMember(b, i, '}'); !more {
 			return i, out, inner, innerObject && ok, ok
 		}
 	}
@@ -175,13 +175,14 @@ func scanName(b []byte, i int) ([]byte, int, bool) {
 	return key, jsonx.SkipWS(b, i+1), true
 }
 
-// nextMember steps over what follows a member's value: more when a comma
-// asks for the next member; else ok when the object closes.
-func nextMember(b []byte, i int) (next int, more, ok bool) {
+// nextMember steps over what follows a member's value (or an element's,
+// closer ']'): more when a comma asks for the next one; else ok when the
+// container closes.
+func nextMember(b []byte, i int, closer byte) (next int, more, ok bool) {
 	if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
 		return jsonx.SkipWS(b, i+1), true, true
 	}
-	if i < len(b) && b[i] == '}' {
+	if i < len(b) && b[i] == closer {
 		return i + 1, false, true
 	}
 	return i, false, false
@@ -243,4 +244,119 @@ func isKnown(known []string, name []byte) bool {
 		}
 	}
 	return false
+}
+
+// List is an array's elements, with the members of each element that is
+// an object: a message list split once, in the pass that validates its
+// line (ScanMembersWithinList) or after (SplitList), and reused from one
+// list to the next.
+type List struct {
+	Elems   [][]byte
+	members Members
+	spans   [][2]int // element k's members are members[spans[k][0]:spans[k][1]]; -1 when not an object
+}
+
+// Object is the members of element k, and whether it is an object.
+func (l *List) Object(k int) (Members, bool) {
+	s := l.spans[k]
+	if s[0] < 0 {
+		return nil, false
+	}
+	return l.members[s[0]:s[1]:s[1]], true
+}
+
+func (l *List) reset() {
+	l.Elems, l.members, l.spans = l.Elems[:0], l.members[:0], l.spans[:0]
+}
+
+// SplitList splits the valid JSON value raw into l (reset first), as
+// SplitArray and AppendMembers would, in one pass, and reports whether it
+// is an array.
+func SplitList(l *List, raw []byte) bool {
+	l.reset()
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
+	add := func(key, val []byte) { l.members = append(l.members, Member{Name: MemberName(key), Val: val}) }
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+		var end int
+		if raw[i] == '{' {
+			start := len(l.members)
+			end = members(raw, i, add)
+			l.spans = append(l.spans, [2]int{start, len(l.members)})
+		} else {
+			end = skipValue(raw, i)
+			l.spans = append(l.spans, [2]int{-1, -1})
+		}
+		l.Elems = append(l.Elems, raw[i:end])
+		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return true
+}
+
+// ScanList validates the array at b[i] (no leading space), inside open
+// containers, as jsonx.ScanValue would, and splits it into l (reset first).
+func ScanList(b []byte, i, open int, l *List) (int, bool) {
+	l.reset()
+	i = jsonx.SkipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		v := i
+		var ok bool
+		if i < len(b) && b[i] == '{' {
+			start := len(l.members)
+			i, l.members, ok = ScanMembers(b, i, open+1, l.members)
+			l.spans = append(l.spans, [2]int{start, len(l.members)})
+		} else {
+			i, ok = jsonx.ScanValue(b, i, open+1)
+			l.spans = append(l.spans, [2]int{-1, -1})
+		}
+		if !ok {
+			return i, false
+		}
+		l.Elems = append(l.Elems, b[v:i])
+		var more bool
+		if i, more, ok = nextMember(b, i, ']'); !more {
+			return i, ok
+		}
+	}
+}
+
+// ScanMembersWithinList is ScanMembersWithin for a member whose value is
+// an array (a chat record's messages): listed says whether the last member
+// named name is one, then split into l by ScanList in the same pass.
+func ScanMembersWithinList(b []byte, i, open int, out Members, name string, l *List) (end int, members Members, listed, ok bool) {
+	i = jsonx.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, out, false, true
+	}
+	for {
+		var key []byte
+		if key, i, ok = scanName(b, i); !ok {
+			return i, out, false, false
+		}
+		v := i
+		if string(key) == name && i < len(b) && b[i] == '[' {
+			i, ok = ScanList(b, i, open+1, l)
+			listed = ok
+		} else {
+			if string(key) == name {
+				listed = false // a repeated member keeps its last value
+			}
+			i, ok = jsonx.ScanValue(b, i, open+1)
+		}
+		if !ok {
+			return i, out, false, false
+		}
+		out = append(out, Member{Name: key, Val: b[v:i]})
+		var more bool
+		if i, more, ok = nextMember(b, i, '}'); !more {
+			return i, out, listed && ok, ok
+		}
+	}
 }

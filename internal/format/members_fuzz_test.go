@@ -14,12 +14,18 @@ import (
 // ScanMembersWithin accepts is a valid object (and every valid object is
 // accepted), its members and its inner object's are what SplitObject gives,
 // AppendMembers lists the same, and Get, Has, Delete, Set and Extra answer
-// as the map and format.Extra / MergeExtra do.
+// as the map and format.Extra / MergeExtra do. ScanMembersWithinList
+// accepts the same objects with the same members, and the list it splits
+// in that pass is SplitList's of the member (checkList).
 func FuzzMembers(f *testing.F) {
 	for _, s := range []string{`{}`, ` { "a" : 1 , "m" : { "b" : [ 1 , { "c" : null } ] } } `, `{"m":1,"m":{"x":true}}`, `{"m":{"x":1},"m":"s"}`,
 		`{"a":1,"a":2,"b\u0061":3,"m":{"t":"\u00e9","t":-1.5e3}}`, "{\"\xff\":1,\"m\":{\"\xfe\":\"\x01\"}}", `{"m":{"a":"\ud800"}}`, `[{"m":{}}]`,
 		`{"a":1,}`, `{"m":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
-		`{"m":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, `{"type":"user","message":{"role":"user","content":"x"},"uuid":"u"}`} {
+		`{"m":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, `{"type":"user","message":{"role":"user","content":"x"},"uuid":"u"}`,
+		`{"m":[]}`, ` { "m" : [ 1 , { "a" : [ { } ] } , null , { } ] , "b" : 2 } `, `{"m":[{"a":1}],"m":{}}`, `{"m":{},"m":[{"a":1,"a":2}]}`,
+		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
+		`{"m":[` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}`, `{"m":[` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `]}`,
+		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`} {
 		f.Add([]byte(s), "m")
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, inner string) {
@@ -38,6 +44,7 @@ func FuzzMembers(f *testing.F) {
 		if ok != (want != nil) {
 			t.Fatalf("scanned %v, valid object %v", ok, want != nil)
 		}
+		checkList(t, raw, inner, members, want)
 		if !ok {
 			return
 		}
@@ -57,6 +64,61 @@ func FuzzMembers(f *testing.F) {
 			checkMembers(t, innerMembers, wantInner)
 		}
 	})
+}
+
+// checkList checks ScanMembersWithinList of raw against want (its map when
+// it is a valid object, else nil) and members (what ScanMembersWithin
+// lists): it accepts the same objects with the same members, and the list
+// split of member name is what SplitList gives of it when it is an array,
+// its elements SplitArray's and each object element's members
+// SplitObject's.
+func checkList(t *testing.T, raw []byte, name string, members Members, want map[string]jsonx.RawMessage) {
+	t.Helper()
+	var list List
+	var listMembers Members
+	var listed, ok bool
+	if i := jsonx.SkipWS(raw, 0); i < len(raw) && raw[i] == '{' {
+		var end int
+		end, listMembers, listed, ok = ScanMembersWithinList(raw, i, 0, nil, name, &list)
+		ok = ok && jsonx.SkipWS(raw, end) == len(raw)
+	}
+	if ok != (want != nil) {
+		t.Fatalf("ScanMembersWithinList %v, valid object %v", ok, want != nil)
+	}
+	if !ok {
+		return
+	}
+	if !reflect.DeepEqual(listMembers, members) {
+		t.Fatalf("ScanMembersWithinList members %q, want %q", listMembers, members)
+	}
+	elems, isArray := SplitArray(want[name])
+	if _, has := want[name]; !has {
+		isArray = false
+	}
+	if listed != isArray {
+		t.Fatalf("listed %v, SplitArray %v", listed, isArray)
+	}
+	if !listed {
+		return
+	}
+	var split List
+	if !SplitList(&split, want[name]) || len(split.Elems) != len(elems) || len(list.Elems) != len(elems) {
+		t.Fatalf("SplitList %d elements, scanned %d, SplitArray %d", len(split.Elems), len(list.Elems), len(elems))
+	}
+	for k, e := range elems {
+		got, isObject := list.Object(k)
+		other, otherObject := split.Object(k)
+		wantObject := SplitObject(e)
+		if !bytes.Equal(list.Elems[k], e) || !bytes.Equal(split.Elems[k], e) || isObject != (wantObject != nil) || otherObject != isObject {
+			t.Fatalf("element %d: scanned %q (object %v), split %q (object %v), want %q", k, list.Elems[k], isObject, split.Elems[k], otherObject, e)
+		}
+		if !reflect.DeepEqual(got, other) {
+			t.Fatalf("element %d: scanned members %q, split %q", k, got, other)
+		}
+		if isObject {
+			checkMembers(t, got, wantObject)
+		}
+	}
 }
 
 // checkMembers checks ms against m, its map, then again after Delete and

@@ -238,12 +238,16 @@ func JoinArray(elems [][]byte) []byte {
 
 // SplitArray returns the elements of the valid JSON value raw, and false
 // when it is not an array.
-func SplitArray(raw []byte) ([][]byte, bool) {
+func SplitArray(raw []byte) ([][]byte, bool) { return AppendElements(nil, raw) }
+
+// AppendElements is SplitArray appending to elems (returned unchanged
+// when raw is not an array), for a reader of many arrays that reuses one
+// slice.
+func AppendElements(elems [][]byte, raw []byte) ([][]byte, bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
-		return nil, false
+		return elems, false
 	}
-	var elems [][]byte
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] != ']' {
 		end := skipValue(raw, i)

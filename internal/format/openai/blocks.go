@@ -52,12 +52,12 @@ type blockWarning struct {
 
 // messageBlocks reads a message's Gemini parts, content blocks or parts,
 // and fast-agent maps, or returns nil when it has none of them.
-func messageBlocks(m map[string]jsonx.RawMessage) *blocks {
-	if parts, ok := format.SplitArray(m["parts"]); ok && format.IsNull(m["content"]) {
+func messageBlocks(m object) *blocks {
+	if parts, ok := format.SplitArray(m.get("parts")); ok && format.IsNull(m.get("content")) {
 		return geminiParts(parts)
 	}
 	var bl *blocks
-	if elems, ok := format.SplitArray(m["content"]); ok {
+	if elems, ok := format.SplitArray(m.get("content")); ok {
 		if bl = valueParts(elems); bl == nil {
 			bl = anthropicBlocks(elems)
 		}
@@ -146,15 +146,15 @@ func valueParts(elems [][]byte) *blocks {
 // tool_calls {id: {method: "tools/call", params: {name, arguments}}},
 // tool_results {id: {content, isError}} (MCP CallToolResult) and channels
 // (reasoning → the step's reasoning; the others, such as timing, → extra).
-func fastAgentMaps(bl *blocks, m map[string]jsonx.RawMessage) *blocks {
-	calls, results, chans := objectValue(m["tool_calls"]), objectValue(m["tool_results"]), objectValue(m["channels"])
+func fastAgentMaps(bl *blocks, m object) *blocks {
+	calls, results, chans := objectValue(m.get("tool_calls")), objectValue(m.get("tool_results")), objectValue(m.get("channels"))
 	if calls == nil && results == nil && chans == nil {
 		return bl
 	}
 	channels := format.SplitObject(chans)
 	if bl == nil {
 		bl = &blocks{}
-		text, kind, ok := content(m["content"])
+		text, kind, ok := content(m.get("content"))
 		bl.text, bl.kind, bl.hasText = text, kind, ok && text != ""
 	}
 	if calls != nil {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -18,10 +18,21 @@ const nameKeyPrefix = "\x00fn:"
 type loc struct {
 	line int64
 	ptr  string // pointer prefix of the element ("" for a whole line)
+	// index, when not 0, is 1 + the index of an element below ptr: written
+	// into the pointer only when a warning needs it, not for every message.
+	index int
+}
+
+// pointer is the JSON pointer of the element.
+func (l loc) pointer() string {
+	if l.index == 0 {
+		return l.ptr
+	}
+	return l.ptr + "/" + strconv.Itoa(l.index-1)
 }
 
 func (l loc) warning(msg string, parts ...any) model.Warning {
-	return model.Warning{Line: l.line, Pointer: l.ptr + format.Pointer(parts...), Message: msg}
+	return model.Warning{Line: l.line, Pointer: l.pointer() + format.Pointer(parts...), Message: msg}
 }
 
 // builder accumulates one Storyline: steps, tool calls, and the pending
@@ -42,6 +53,29 @@ type builder struct {
 	// toolDefs is the first <tools> schema found in a system or user turn,
 	// for the run's extra.
 	toolDefs []byte
+	// scratch holds what message lists are split into (chatMessages).
+	scratch *scratch
+}
+
+// scratch holds the buffers a message list is split into, reused from one
+// message to the next, and through scratchPool from one record to the
+// next: growing them again for each of a file's conversations showed in
+// the chat profile.
+type scratch struct {
+	top      format.Members // a chat record's members
+	messages format.List
+	calls    format.List // a message's tool calls
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// buffers is the builder's scratch, new unless a reader of many records
+// gave it one from scratchPool.
+func (b *builder) buffers() *scratch {
+	if b.scratch == nil {
+		b.scratch = new(scratch)
+	}
+	return b.scratch
 }
 
 func newBuilder(layout string, l loc) *builder {
@@ -222,9 +256,9 @@ func (b *builder) setIdentity(ids format.SessionIDs, dataID, derived string) {
 }
 
 // firstString returns the first non-empty string value among keys.
-func firstString(obj map[string]jsonx.RawMessage, keys ...string) (key, value string) {
+func firstString(obj object, keys ...string) (key, value string) {
 	for _, k := range keys {
-		if v := format.String(obj[k]); v != "" {
+		if v := format.String(obj.get(k)); v != "" {
 			return k, v
 		}
 	}

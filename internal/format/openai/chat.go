@@ -51,8 +51,8 @@ var chatKnown = []string{
 
 // chatMessage maps one Chat Completions message (found at `at` in the
 // file) to step stepID, its tool calls, and a link to the call it answers.
-func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessage) {
-	role := format.String(m["role"])
+func (b *builder) chatMessage(stepID string, at loc, m object) {
+	role := symbol(m.get("role"))
 	source, canonical, knownRole := roleSource(role)
 	if !knownRole {
 		b.warnAt(at, "unknown role "+strconv.Quote(role)+"; kept as a system step", "role")
@@ -63,7 +63,7 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	}
 	st := model.Step{StepID: stepID}
 
-	text, kind, hasContent := content(m["content"])
+	text, kind, hasContent := content(m.get("content"))
 	switch {
 	case bl == nil:
 	case bl.onlyResults():
@@ -77,14 +77,15 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 		}
 	}
 
-	known := chatKnown[:len(chatKnown):len(chatKnown)] // appends must not share chatKnown
+	var knownBuf [16]string // chatKnown and the few keys appended: off the heap
+	known := append(knownBuf[:0], chatKnown...)
 	var reasoning []string
 	if bl != nil {
 		reasoning = append(reasoning, bl.thinking...)
 		known = append(known, bl.consumed...)
 	}
 	for _, k := range []string{"reasoning_content", "reasoning"} {
-		if r, ok := stringValue(m[k]); ok {
+		if r, ok := stringValue(m.get(k)); ok {
 			known = append(known, k)
 			if r != "" {
 				reasoning = append(reasoning, r)
@@ -136,12 +137,12 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 	if canonical {
 		known = append(known, "role")
 	}
-	refusal, _ := stringValue(m["refusal"])
+	refusal, _ := stringValue(m.get("refusal"))
 	switch {
 	case refusal != "" && (!hasContent || text == ""):
 		kind, text, hasContent = kindRefusal, refusal, true
 		known = append(known, "refusal")
-	case hasContent && kind == format.KindMultimodal && isRefusalParts(m["content"]):
+	case hasContent && kind == format.KindMultimodal && isRefusalParts(m.get("content")):
 		kind = kindRefusal
 	}
 	if hasContent {
@@ -182,14 +183,14 @@ func (b *builder) chatMessage(stepID string, at loc, m map[string]jsonx.RawMessa
 
 // hasStructuredCalls reports whether a message carries its tool calls in a
 // structured form (tool_calls, function_call or content blocks).
-func hasStructuredCalls(m map[string]jsonx.RawMessage, bl *blocks) bool {
-	return !format.IsNull(m["tool_calls"]) || !format.IsNull(m["function_call"]) || (bl != nil && len(bl.calls) > 0)
+func hasStructuredCalls(m object, bl *blocks) bool {
+	return !format.IsNull(m.get("tool_calls")) || !format.IsNull(m.get("function_call")) || (bl != nil && len(bl.calls) > 0)
 }
 
 // hasStructuredResult reports whether a message names the call it answers
 // or carries its results in blocks.
-func hasStructuredResult(m map[string]jsonx.RawMessage, bl *blocks) bool {
-	return !format.IsNull(m["tool_call_id"]) || !format.IsNull(m["tool_call_ids"]) || (bl != nil && len(bl.results) > 0)
+func hasStructuredResult(m object, bl *blocks) bool {
+	return !format.IsNull(m.get("tool_call_id")) || !format.IsNull(m.get("tool_call_ids")) || (bl != nil && len(bl.results) > 0)
 }
 
 // observation links a plain observation turn to the calls the previous
@@ -312,24 +313,24 @@ func nextThinkClose(s string) (int, string) {
 // messageMetrics sets timestamp, model, tokens and cost from the message,
 // its usage, and mini-swe-agent's extra{response{usage,model}, cost,
 // timestamp}.
-func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) {
+func (b *builder) messageMetrics(st *model.Step, m object) {
 	var ext, resp map[string]jsonx.RawMessage
-	if raw, ok := m["extra"]; ok {
+	if raw, ok := m.lookup("extra"); ok {
 		ext = format.Object(raw)
 		resp = format.SplitObject(ext["response"])
 	}
-	for _, raw := range []jsonx.RawMessage{m["timestamp"], m["created"], ext["timestamp"], resp["created"]} {
+	for _, raw := range []jsonx.RawMessage{m.get("timestamp"), m.get("created"), ext["timestamp"], resp["created"]} {
 		if t, ok := format.Time(raw); ok {
 			st.Timestamp = model.Time(t)
 			break
 		}
 	}
-	if v, ok := stringValue(m["model"]); ok {
+	if v, ok := stringValue(m.get("model")); ok {
 		st.ModelName = model.Str(v)
 	} else if v, ok := stringValue(resp["model"]); ok {
 		st.ModelName = model.Str(v)
 	}
-	usageRaw := m["usage"]
+	usageRaw := m.get("usage")
 	if format.IsNull(usageRaw) {
 		usageRaw = resp["usage"]
 	}
@@ -342,9 +343,9 @@ func (b *builder) messageMetrics(st *model.Step, m map[string]jsonx.RawMessage) 
 // messageExtra keeps the unmapped keys; mini-swe-agent's extra object is
 // kept without what is already mapped (cost, timestamp, response usage,
 // model, created) or repeats the message (response choices).
-func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
-	extra := format.Extra(m, known...)
-	raw, ok := m["extra"]
+func messageExtra(m object, known []string) *string {
+	extra := m.extra(nil, known...)
+	raw, ok := m.lookup("extra")
 	if !ok {
 		return extra
 	}
@@ -370,19 +371,21 @@ func messageExtra(m map[string]jsonx.RawMessage, known []string) *string {
 
 // chatToolCalls records the message's tool_calls (and legacy
 // function_call) and returns how many there were.
-func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMessage) int {
+func (b *builder) chatToolCalls(stepID string, at loc, m object) int {
 	n := 0
-	if raw := m["tool_calls"]; !format.IsNull(raw) && objectValue(raw) == nil { // an object is fast-agent's map (blocks.go)
-		calls := objects(raw)
-		if calls == nil {
+	if raw := m.get("tool_calls"); !format.IsNull(raw) && objectValue(raw) == nil { // an object is fast-agent's map (blocks.go)
+		calls := &b.buffers().calls
+		if !objects(calls, raw) {
 			b.warnAt(at, "tool_calls is not an array of objects; ignored", "tool_calls")
-		}
-		for i, c := range calls {
-			b.chatToolCall(stepID, c, at, i)
-			n++
+		} else {
+			for i := range calls.Elems {
+				c, _ := calls.Object(i)
+				b.chatToolCall(stepID, object{members: c}, at, i)
+				n++
+			}
 		}
 	}
-	if raw := m["function_call"]; !format.IsNull(raw) {
+	if raw := m.get("function_call"); !format.IsNull(raw) {
 		fn := format.SplitObject(raw)
 		if fn == nil {
 			b.warnAt(at, "function_call is not an object; ignored", "function_call")
@@ -397,44 +400,45 @@ func (b *builder) chatToolCalls(stepID string, at loc, m map[string]jsonx.RawMes
 	return n
 }
 
-// objects returns the objects of a JSON array, or nil when raw is not an
-// array of objects only.
-func objects(raw []byte) []map[string]jsonx.RawMessage {
-	msgs, err := decodeMessages(raw)
-	for _, m := range msgs {
-		if m == nil {
-			return nil
+// objects splits the JSON array raw into l and reports whether it is one
+// of objects only.
+func objects(l *format.List, raw []byte) bool {
+	if !format.SplitList(l, raw) {
+		return false
+	}
+	for i := range l.Elems {
+		if _, isObject := l.Object(i); !isObject {
+			return false
 		}
 	}
-	if err != nil {
-		return nil
-	}
-	return msgs
+	return true
 }
 
-func (b *builder) chatToolCall(stepID string, c map[string]jsonx.RawMessage, at loc, i int) {
-	id := format.String(c["id"])
+func (b *builder) chatToolCall(stepID string, c object, at loc, i int) {
+	id := format.String(c.get("id"))
 	tc := model.ToolCall{StepID: stepID, ToolCallID: id}
-	known := []string{"id", "function"}
-	var fn map[string]jsonx.RawMessage
+	var knownBuf [3]string
+	known := append(knownBuf[:0], "id", "function")
+	fnRaw := c.get("function")
 	argKey := "arguments"
-	switch typ := format.String(c["type"]); typ {
+	switch typ := symbol(c.get("type")); typ {
 	case "custom":
-		fn = format.SplitObject(c["custom"])
+		fnRaw = c.get("custom")
 		argKey = "input"
 		known = append(known, "custom")
 	default:
 		if typ == "" || typ == "function" {
 			known = append(known, "type")
 		}
-		fn = format.SplitObject(c["function"])
 	}
-	if fn == nil {
+	var buf [4]format.Member // {name, arguments}, as written
+	fn, isObject := format.AppendMembers(buf[:0], fnRaw)
+	if !isObject {
 		b.warnAt(at, "tool call has no function object", "tool_calls", i)
 	}
-	tc.FunctionName = format.String(fn["name"])
-	tc.Arguments, tc.ArgumentsValid = b.arguments(fn[argKey], at, "tool_calls", i, "function", argKey)
-	tc.Extra = format.Extra(c, known...)
+	tc.FunctionName = format.Symbol(fn.Get("name"))
+	tc.Arguments, tc.ArgumentsValid = b.arguments(fn.Get(argKey), at, "tool_calls", i, "function", argKey)
+	tc.Extra = c.extra(nil, known...)
 	b.addCall(tc, id)
 }
 
@@ -452,10 +456,10 @@ func (b *builder) arguments(raw jsonx.RawMessage, at loc, parts ...any) (*string
 }
 
 // chatResult links a tool/function message to the call it answers.
-func (b *builder) chatResult(stepID string, at loc, role string, m map[string]jsonx.RawMessage, result *string) {
-	key, link := format.String(m["tool_call_id"]), model.LinkByID
+func (b *builder) chatResult(stepID string, at loc, role string, m object, result *string) {
+	key, link := format.String(m.get("tool_call_id")), model.LinkByID
 	if key == "" {
-		if ids := m["tool_call_ids"]; !format.IsNull(ids) { // SWE-agent
+		if ids := m.get("tool_call_ids"); !format.IsNull(ids) { // SWE-agent
 			var list []string
 			if jsonx.Unmarshal(ids, &list) == nil && len(list) > 0 {
 				key = list[0]
@@ -465,7 +469,7 @@ func (b *builder) chatResult(stepID string, at loc, role string, m map[string]js
 	switch {
 	case key != "":
 	case role == "function":
-		key, link = nameKeyPrefix+format.String(m["name"]), model.LinkByName
+		key, link = nameKeyPrefix+format.String(m.get("name")), model.LinkByName
 	default:
 		link = model.LinkByOrder
 	}

@@ -91,7 +91,7 @@ func decodeObject(raw []byte) (map[string]jsonx.RawMessage, error) {
 
 // elementError wraps an element-level failure as a ParseError at l.
 func elementError(src format.Source, l loc, err error) error {
-	return &format.ParseError{Path: src.Path, Line: l.line, Pointer: l.ptr, Err: err}
+	return &format.ParseError{Path: src.Path, Line: l.line, Pointer: l.pointer(), Err: err}
 }
 
 // decodeMessages splits a list of objects out of a value already

@@ -35,7 +35,7 @@ func normalizeMessageLines(ctx context.Context, r io.Reader, src format.Source, 
 		if err != nil {
 			return elementError(src, loc{line: n}, err)
 		}
-		_, key := firstString(m, messageSessionKeys...)
+		_, key := firstString(mapObject(m), messageSessionKeys...)
 		role := format.String(m["role"])
 		system := role == "system" || role == "developer"
 		if cur != nil && (key != curKey || (system && sawOther)) {
@@ -48,7 +48,7 @@ func normalizeMessageLines(ctx context.Context, r io.Reader, src format.Source, 
 			cur.setIdentity(ids, key, lineID(n))
 			curKey, next, sawOther = key, 0, false
 		}
-		cur.chatMessage(strconv.Itoa(next), loc{line: n}, m)
+		cur.chatMessage(strconv.Itoa(next), loc{line: n}, mapObject(m))
 		next++
 		sawOther = sawOther || !system
 		return nil

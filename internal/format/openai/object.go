@@ -26,6 +26,15 @@ func (o object) get(name string) jsonx.RawMessage {
 	return o.members.Get(name)
 }
 
+// lookup is get that also reports whether the object has member name.
+func (o object) lookup(name string) (jsonx.RawMessage, bool) {
+	if o.m != nil {
+		raw, ok := o.m[name]
+		return raw, ok
+	}
+	return o.members.Get(name), o.members.Has(name)
+}
+
 // toMap is the object as a map, for the few readers of whole objects
 // (session metadata, untyped messages).
 func (o object) toMap() map[string]jsonx.RawMessage {
@@ -49,8 +58,8 @@ func (o object) extra(add *format.Member, known ...string) *string {
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with
-// the types and roles of most lines matched as written rather than hashed
-// into format's name cache.
+// the types and roles of most lines (and of chat messages and tool calls)
+// matched as written rather than hashed into format's name cache.
 func symbol(raw []byte) string {
 	switch string(raw) {
 	case `"response_item"`:
@@ -81,6 +90,12 @@ func symbol(raw []byte) string {
 		return "user"
 	case `"assistant"`:
 		return "assistant"
+	case `"system"`:
+		return "system"
+	case `"tool"`:
+		return "tool"
+	case `"function"`:
+		return "function"
 	}
 	return format.Symbol(raw)
 }

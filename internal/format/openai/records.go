@@ -20,10 +20,10 @@ import (
 var sessionKeys = []string{"session_id", "conversation_id", "id", "task_id", "instance_id"}
 
 // sub returns the location of member key inside the record.
-func (l loc) sub(key string) loc { return loc{line: l.line, ptr: l.ptr + format.Pointer(key)} }
+func (l loc) sub(key string) loc { return loc{line: l.line, ptr: l.pointer() + format.Pointer(key)} }
 
 // elem returns the location of element i of the array at l.
-func (l loc) elem(i int) loc { return loc{line: l.line, ptr: l.ptr + "/" + strconv.Itoa(i)} }
+func (l loc) elem(i int) loc { return loc{line: l.line, ptr: l.pointer(), index: i + 1} }
 
 // derivedID names a record that carries no id of its own: by its line, or
 // by its array index.
@@ -31,7 +31,7 @@ func (l loc) derivedID() string {
 	if l.line > 0 {
 		return lineID(l.line)
 	}
-	return "item-" + strings.TrimPrefix(l.ptr, "/")
+	return "item-" + strings.TrimPrefix(l.pointer(), "/")
 }
 
 // normalizeChat reads chat-jsonl and chat-array: {messages, tools?, ...}.
@@ -62,18 +62,35 @@ func (c *chatRecords) Record(src format.Source, lineNo int64, line []byte) (*mod
 }
 
 func (c *chatRecords) record(src format.Source, l loc, raw []byte) (*model.Storyline, string, error) {
-	top, err := decodeObject(raw)
-	if err != nil {
-		return nil, "", elementError(src, l, err)
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	top, listed, ok := scanChatRecord(raw, s)
+	if !ok {
+		m, err := decodeObject(raw)
+		if err != nil {
+			return nil, "", elementError(src, l, err)
+		}
+		top = mapObject(m)
 	}
+	return c.build(src, l, top, s, listed)
+}
+
+// build maps a record already validated and split into top, its messages
+// already split into s.messages when listed.
+func (c *chatRecords) build(src format.Source, l loc, top object, s *scratch, listed bool) (*model.Storyline, string, error) {
 	b := newBuilder(c.layout, l)
+	b.scratch = s
 	idKey, id := firstString(top, sessionKeys...)
 	b.setIdentity(nil, id, l.derivedID())
-	if m, ok := stringValue(top["model"]); ok {
+	if m, ok := stringValue(top.get("model")); ok {
 		b.sl.Run.AgentModelName = model.Str(m)
 	}
-	b.chatMessages(top["messages"], 0, l.sub("messages"))
-	b.sl.Run.Extra = format.Extra(top, "messages", idKey, "model")
+	if listed {
+		b.chatList(0, l.sub("messages"))
+	} else {
+		b.chatMessages(top.get("messages"), 0, l.sub("messages"))
+	}
+	b.sl.Run.Extra = top.extra(nil, "messages", idKey, "model")
 	return b.finish(src.File), id, nil
 }
 
@@ -87,20 +104,37 @@ func (b *builder) chatMessages(raw jsonx.RawMessage, first int, at loc) int {
 		b.warnAt(at, "no messages")
 		return first
 	}
-	msgs, err := decodeMessages(raw)
-	if err != nil {
+	if !format.SplitList(&b.buffers().messages, raw) {
 		b.warnAt(at, "messages is not an array; ignored")
 		return first
 	}
-	b.sl.Steps = slices.Grow(b.sl.Steps, len(msgs))
-	for i, m := range msgs {
-		if m == nil {
+	return b.chatList(first, at)
+}
+
+// chatList is chatMessages of the list split into the builder's scratch.
+func (b *builder) chatList(first int, at loc) int {
+	list := &b.scratch.messages
+	b.sl.Steps = slices.Grow(b.sl.Steps, len(list.Elems))
+	// Most calls are answered by a tool message: as many calls reserved
+	// (capacity only) spare the copies of growing the list call by call.
+	tools := 0
+	for i := range list.Elems {
+		if m, _ := list.Object(i); string(m.Get("role")) == `"tool"` {
+			tools++
+		}
+	}
+	b.sl.ToolCalls = slices.Grow(b.sl.ToolCalls, tools)
+	for i := range list.Elems {
+		// A list of members per message rather than a map: hashing every
+		// name was a tenth of the chat profile.
+		m, isObject := list.Object(i)
+		if !isObject {
 			b.warnAt(at, "message is not an object; skipped", i)
 			continue
 		}
-		b.chatMessage(strconv.Itoa(first+i), at.elem(i), m)
+		b.chatMessage(strconv.Itoa(first+i), at.elem(i), object{members: m})
 	}
-	return first + len(msgs)
+	return first + len(list.Elems)
 }
 
 // normalizeHarbor reads harbor trace exports: one row per episode, each
@@ -184,7 +218,7 @@ func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit
 		}
 		b := newBuilder(layoutShareGPT, l)
 		at := l.sub("conversations")
-		idKey, id := firstString(top, sessionKeys...)
+		idKey, id := firstString(mapObject(top), sessionKeys...)
 		b.setIdentity(ids, id, l.derivedID())
 		turns, err := decodeMessages(top["conversations"])
 		if err != nil || turns == nil {
@@ -195,7 +229,7 @@ func normalizeShareGPT(ctx context.Context, r io.Reader, src format.Source, emit
 				b.warnAt(at, "turn is not an object; skipped", i)
 				continue
 			}
-			b.chatMessage(strconv.Itoa(i), at.elem(i), b.shareGPTTurn(at.elem(i), t))
+			b.chatMessage(strconv.Itoa(i), at.elem(i), mapObject(b.shareGPTTurn(at.elem(i), t)))
 		}
 		b.sl.Run.Extra = format.Extra(top, "conversations", idKey)
 		return emit(b.finish(src.File))

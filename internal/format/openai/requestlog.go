@@ -26,7 +26,7 @@ func normalizeRequestLog(ctx context.Context, r io.Reader, src format.Source, em
 			return elementError(src, l, err)
 		}
 		b := newBuilder(layoutRequestLog, l)
-		idKey, id := firstString(top, "custom_id", "id", "request_id")
+		idKey, id := firstString(mapObject(top), "custom_id", "id", "request_id")
 		b.setIdentity(ids, id, lineID(n))
 		run := &b.sl.Run
 
@@ -101,7 +101,7 @@ func (b *builder) response(top map[string]jsonx.RawMessage, next int, l loc) *st
 			b.warnAt(at.sub("choices").elem(i), "choice has no message; skipped")
 			continue
 		}
-		b.chatMessage(strconv.Itoa(next+i), at.sub("choices").elem(i).sub("message"), msg)
+		b.chatMessage(strconv.Itoa(next+i), at.sub("choices").elem(i).sub("message"), mapObject(msg))
 		st := &b.sl.Steps[len(b.sl.Steps)-1]
 		if st.Timestamp == nil {
 			st.Timestamp = ts

@@ -87,7 +87,7 @@ func (b *builder) item(it object, is itemStep) bool {
 // untypedMessage maps an "easy" {role, content} message, which may carry
 // Chat Completions members (tool_calls, tool_call_id) as well.
 func (b *builder) untypedMessage(it object, is itemStep) bool {
-	b.chatMessage(is.id, is.at, it.toMap())
+	b.chatMessage(is.id, is.at, it)
 	st := &b.sl.Steps[len(b.sl.Steps)-1]
 	if st.Timestamp == nil {
 		st.Timestamp = is.ts

@@ -36,3 +36,20 @@ func scanRolloutLine(line []byte, members format.Members) (env rolloutLine, out 
 	env.Type, env.Timestamp, env.Payload = symbol(typ), top.Get("timestamp"), top.Get("payload")
 	return env, out, payloadObject, true
 }
+
+// scanChatRecord validates a chat record and splits it into s.top, and its
+// messages into s.messages (listed false when they are not an array), in
+// one pass, as decodeObject and chatMessages do in several. ok is false
+// when raw is not a valid object; decodeObject then says why.
+func scanChatRecord(raw []byte, s *scratch) (top object, listed, ok bool) {
+	i := jsonx.SkipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return object{}, false, false
+	}
+	var end int
+	end, s.top, listed, ok = format.ScanMembersWithinList(raw, i, 0, s.top[:0], "messages", &s.messages)
+	if !ok || jsonx.SkipWS(raw, end) != len(raw) {
+		return object{}, false, false
+	}
+	return object{members: s.top}, listed, true
+}

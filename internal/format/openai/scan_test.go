@@ -100,3 +100,43 @@ func FuzzScanRolloutLine(f *testing.F) {
 func depth(data []byte) int {
 	return strings.Count(string(data), "[") + strings.Count(string(data), "{")
 }
+
+// FuzzChatRecord checks the chat record scan (scanChatRecord, the messages
+// split in the same pass, tool calls into reused member lists) against the general path: a
+// record decoded into a map by decodeObject gives the same Storyline and
+// id, and a record it rejects fails with its error.
+func FuzzChatRecord(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		for _, line := range bytes.Split(s, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{`{}`, `{"messages":[]}`, `{"messages":[1,{"role":"user","content":"x"},null]}`, `{"id":"a","id":"b","messages":{}}`,
+		` { "messages" : [ { "role" : "assistant" , "tool_calls" : [ { "id" : "c" , "type" : "function" , "function" : { "name" : "f" , "arguments" : "{}" } } ] } ] } `,
+		`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f"}},1]},{"role":"tool","tool_call_id":"c","content":"r"}]}`,
+		`{"messages":[{"role":"assistant","tool_calls":[{"type":"custom","custom":{"name":"f","input":"x"},"custom":7}]}],"m\u006fdel":"m"}`,
+		`{"messages":[{"role":"\u0075ser","content":[{"type":"text","text":"a"}],"extra":{"cost":1,"response":{"model":"m"}}}]}`,
+		`{"messages":[{"role":"assistant","content":"x"}],"x":1,}`, `[{"messages":[]}]`, "{\"messages\":[{\"role\":\"\xff\"}]}"} {
+		f.Add([]byte(s))
+	}
+	src := format.Source{Path: "f", File: "f"}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c := &chatRecords{layout: layoutChatJSONL}
+		l := loc{line: 3}
+		sl, id, err := c.record(src, l, line)
+		m, wantErr := decodeObject(line)
+		if wantErr != nil {
+			if want := elementError(src, l, wantErr); err == nil || err.Error() != want.Error() {
+				t.Fatalf("error %v, want %v", err, want)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("scan failed: %v", err)
+		}
+		want, wantID, _ := c.build(src, l, mapObject(m), new(scratch), false)
+		if id != wantID || !reflect.DeepEqual(sl, want) {
+			t.Fatalf("scanned %q %+v\nwant %q %+v", id, sl, wantID, want)
+		}
+	})
+}

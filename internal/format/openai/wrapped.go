@@ -55,7 +55,7 @@ func normalizeWrapped(ctx context.Context, r io.Reader, src format.Source, emit 
 	}
 	defer release()
 	b := newBuilder(layoutWrapped, loc{})
-	idKey, id := firstString(top, wrappedIDKeys...)
+	idKey, id := firstString(mapObject(top), wrappedIDKeys...)
 	if id == "" {
 		id = fileID(src)
 	}

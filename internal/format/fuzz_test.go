@@ -175,3 +175,48 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// stripByDecoding is StripInlineData as it was before its one-pass path:
+// decode into an any, strip, encode; the input unchanged when it does not
+// decode.
+func stripByDecoding(raw json.RawMessage) json.RawMessage {
+	if !mayHoldInlineData(raw) {
+		return raw
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	out, err := jsonx.Marshal(stripValue(v, ""))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// FuzzStripInlineData: the one-pass StripInlineData writes exactly what
+// decoding, stripping and encoding wrote — sorted members, the last of a
+// repeated name, encoding/json's escaping, numbers as written, inline data
+// replaced by its reference.
+func FuzzStripInlineData(f *testing.F) {
+	long := strings.Repeat("QUJD", 80)
+	for _, s := range []string{
+		`{"data":"` + long + `","b":1,"a":[1.50,-0,2e3,true,null]}`,
+		`{"z":{"file_data":"` + long + `"},"image":"data:image/png;base64,` + long + `"}`,
+		`{"b64_json":["` + long + `","short"],"data":{"data":"` + long + `"}}`,
+		` {"data" : "short", "data":"` + long + `", "x":"\u00e9\n\"\\/\u2028 <&>"} `,
+		`{"k\u0061y":"data:` + long + `","data":"\ud800 lone","bad":"` + "\xff\xfe" + `"}`,
+		`{"data":"` + long + `"} trailing`, `{"data":`, `[{"data":"` + long + `"},{"data":1}]`, `"base64"`,
+		"{\"data\":\"\u2029" + long + "\"}", `{"a":{},"b":[],"c":[[]],"data":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, want := StripInlineData(raw), stripByDecoding(raw)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("StripInlineData(%q)\n = %q\nwant %q", raw, got, want)
+		}
+	})
+}

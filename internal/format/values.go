@@ -405,6 +405,13 @@ func StripInlineData(raw json.RawMessage) json.RawMessage {
 	if !mayHoldInlineData(raw) {
 		return raw
 	}
+	if jsonx.IsValid(raw) {
+		value := jsonx.SkipWS(raw, 0)
+		out, _ := appendStripped(make([]byte, 0, len(raw)), raw, value, nil)
+		return out
+	}
+	// Not one value: what the decoder makes of it (the first value, when
+	// only trailing data is wrong).
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -442,6 +449,139 @@ func textMayHoldInlineData(s string) bool {
 	return false
 }
 
+// appendStripped appends the valid JSON value at b[i] (the member named key
+// holds it, or an array under that member) as decoding it into an any,
+// stripValue and jsonx.Marshal would write it — members sorted by name, the
+// last of a repeated name kept, no space, strings in encoding/json's
+// escaping, numbers as written — in one pass over the bytes, without the
+// tree of maps that was most of the time of an extra with a "data" member.
+// It returns the index after the value.
+func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
+	switch b[i] {
+	case '{':
+		// Each member is written after out as it is read; then they are
+		// written again in order of name, over the first copies.
+		type member struct {
+			name, lit  []byte // the name decoded, and as written
+			start, end int    // its value's output
+		}
+		var buf [16]member
+		ms := buf[:0]
+		start := len(out)
+		for i = jsonx.SkipWS(b, i+1); b[i] != '}'; {
+			end, _ := jsonx.ScanString(b, i)
+			m := member{lit: b[i:end], start: len(out)}
+			m.name, _ = decodedString(m.lit)
+			out, i = appendStripped(out, b, jsonx.SkipWS(b, jsonx.SkipWS(b, end)+1), m.name) // past the colon
+			m.end = len(out)
+			ms = append(ms, m)
+			if i = jsonx.SkipWS(b, i); b[i] == ',' {
+				i = jsonx.SkipWS(b, i+1)
+			}
+		}
+		// Sorted by name, a repeated name's members in document order: its
+		// last one is the value a map keeps.
+		slices.SortStableFunc(ms, func(x, y member) int { return bytes.Compare(x.name, y.name) })
+		sorted := len(out)
+		out = append(out, '{')
+		for k, m := range ms {
+			if k+1 < len(ms) && bytes.Equal(ms[k+1].name, m.name) {
+				continue
+			}
+			if out[len(out)-1] != '{' {
+				out = append(out, ',')
+			}
+			out = appendJSONString(out, m.name, m.lit)
+			out = append(out, ':')
+			out = append(out, out[m.start:m.end]...)
+		}
+		out = append(out, '}')
+		n := copy(out[start:], out[sorted:])
+		return out[:start+n], i + 1
+	case '[':
+		out = append(out, '[')
+		for i = jsonx.SkipWS(b, i+1); b[i] != ']'; {
+			if out[len(out)-1] != '[' {
+				out = append(out, ',')
+			}
+			out, i = appendStripped(out, b, i, key)
+			if i = jsonx.SkipWS(b, i); b[i] == ',' {
+				i = jsonx.SkipWS(b, i+1)
+			}
+		}
+		return append(out, ']'), i + 1
+	case '"':
+		end, _ := jsonx.ScanString(b, i)
+		t, plain := decodedString(b[i:end])
+		switch {
+		case inlineData(t, key):
+			return appendJSONString(out, []byte(inlineDataRef(t)), nil), end
+		case plain:
+			return append(out, b[i:end]...), end
+		}
+		return appendJSONString(out, t, nil), end
+	default: // a number (written as decoded with UseNumber) or a literal
+		end, _ := jsonx.ScanValue(b, i, 0)
+		return append(out, b[i:end]...), end
+	}
+}
+
+// decodedString is the text of a valid JSON string literal q, as
+// encoding/json decodes it, and whether q is plain (plainString): then
+// the text is q's own bytes.
+func decodedString(q []byte) ([]byte, bool) {
+	if c := q[1 : len(q)-1]; plainString(c) {
+		return c, true
+	}
+	var s string
+	json.Unmarshal(q, &s) // valid: cannot fail
+	return []byte(s), false
+}
+
+// plainString reports whether the content of a string literal is its own
+// text and encoding/json writes it as it is: no escape, no control
+// character, valid UTF-8 without U+2028 or U+2029 (which it escapes).
+func plainString(c []byte) bool {
+	ascii := true
+	for _, x := range c {
+		if x < 0x20 || x == '"' || x == '\\' {
+			return false
+		}
+		ascii = ascii && x < utf8.RuneSelf
+	}
+	return ascii || utf8.Valid(c) && !bytes.Contains(c, lineSeparator) && !bytes.Contains(c, paragraphSeparator)
+}
+
+var (
+	lineSeparator      = []byte("\u2028")
+	paragraphSeparator = []byte("\u2029")
+)
+
+// appendJSONString appends s as jsonx.Marshal writes a string; literal,
+// when not nil, is a literal of s, written as it is when it is plain.
+func appendJSONString(out, s, literal []byte) []byte {
+	if literal != nil && plainString(literal[1:len(literal)-1]) || literal == nil && plainString(s) {
+		out = append(out, '"')
+		out = append(out, s...)
+		return append(out, '"')
+	}
+	q, _ := jsonx.Marshal(string(s))
+	return append(out, q...)
+}
+
+// inlineData reports whether the string t under the member key is inline
+// data that StripInlineData replaces.
+func inlineData[T []byte | string](t, key T) bool {
+	return len(t) >= inlineDataMin && (string(t[:5]) == "data:" ||
+		string(key) == "data" || string(key) == "file_data" || string(key) == "b64_json")
+}
+
+// inlineDataRef is what replaces inline data t.
+func inlineDataRef[T []byte | string](t T) string {
+	sum := sha256.Sum256([]byte(t))
+	return "sha256:" + hex.EncodeToString(sum[:]) + ";len=" + strconv.Itoa(len(t))
+}
+
 func stripValue(v any, key string) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -455,10 +595,8 @@ func stripValue(v any, key string) any {
 		}
 		return t
 	case string:
-		if len(t) >= inlineDataMin && (strings.HasPrefix(t, "data:") ||
-			key == "data" || key == "file_data" || key == "b64_json") {
-			sum := sha256.Sum256([]byte(t))
-			return "sha256:" + hex.EncodeToString(sum[:]) + ";len=" + strconv.Itoa(len(t))
+		if inlineData(t, key) {
+			return inlineDataRef(t)
 		}
 	}
 	return v

@@ -512,19 +512,95 @@ func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 		return append(out, ']'), i + 1
 	case '"':
 		end, _ := jsonx.ScanString(b, i)
-		t, plain := decodedString(b[i:end])
-		switch {
-		case inlineData(t, key):
-			return appendJSONString(out, []byte(inlineDataRef(t)), nil), end
-		case plain:
-			return append(out, b[i:end]...), end
+		lit := b[i:end]
+		if mayBeInlineData(lit[1:len(lit)-1], key) {
+			t, plain := decodedString(lit)
+			switch {
+			case inlineData(t, key):
+				return appendJSONString(out, []byte(inlineDataRef(t)), nil), end
+			case plain:
+				return append(out, lit...), end
+			}
+			return appendJSONString(out, t, nil), end
 		}
+		if o, ok := appendCanonicalLiteral(out, lit); ok {
+			return o, end
+		}
+		t, _ := decodedString(lit)
 		return appendJSONString(out, t, nil), end
 	default: // a number (written as decoded with UseNumber) or a literal
 		end, _ := jsonx.ScanValue(b, i, 0)
 		return append(out, b[i:end]...), end
 	}
 }
+
+// mayBeInlineData reports whether a string literal's content c, under the
+// member key, can decode to inline data: long enough, and under a data key
+// or starting with "data:" — as written, or in escapes within its first
+// bytes (six bytes at most for each of the five letters).
+func mayBeInlineData(c, key []byte) bool {
+	if len(c) < inlineDataMin {
+		// Escapes only shorten the text; an invalid byte becomes three.
+		return !utf8.Valid(c)
+	}
+	return inlineData(c, key) || bytes.IndexByte(c[:30], '\\') >= 0
+}
+
+// appendCanonicalLiteral appends the valid string literal q as
+// jsonx.Marshal writes its text, without decoding it to a string first:
+// escapes are written again the way encoding/json writes their characters.
+// It gives up (false) on what encoding/json decodes specially: invalid
+// UTF-8, escaped surrogates, U+2028 and U+2029.
+func appendCanonicalLiteral(out, q []byte) ([]byte, bool) {
+	c := q[1 : len(q)-1]
+	if !utf8.Valid(c) || bytes.Contains(c, lineSeparator) || bytes.Contains(c, paragraphSeparator) {
+		return out, false
+	}
+	start := len(out)
+	out = append(out, '"')
+	for i := 0; i < len(c); i++ {
+		x := c[i]
+		if x != '\\' {
+			out = append(out, x)
+			continue
+		}
+		i++
+		switch c[i] {
+		case '"', '\\':
+			out = append(out, '\\', c[i])
+		case '/':
+			out = append(out, '/')
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, '\\', c[i])
+		case 'u':
+			r, _ := strconv.ParseUint(string(c[i+1:i+5]), 16, 32)
+			i += 4
+			switch {
+			case r >= 0xd800 && r < 0xe000, r == 0x2028, r == 0x2029:
+				return out[:start], false
+			case r == '"' || r == '\\':
+				out = append(out, '\\', byte(r))
+			case r == '\b':
+				out = append(out, '\\', 'b')
+			case r == '\f':
+				out = append(out, '\\', 'f')
+			case r == '\n':
+				out = append(out, '\\', 'n')
+			case r == '\r':
+				out = append(out, '\\', 'r')
+			case r == '\t':
+				out = append(out, '\\', 't')
+			case r < 0x20:
+				out = append(out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+			default:
+				out = utf8.AppendRune(out, rune(r))
+			}
+		}
+	}
+	return append(out, '"'), true
+}
+
+const hexDigits = "0123456789abcdef"
 
 // decodedString is the text of a valid JSON string literal q, as
 // encoding/json decodes it, and whether q is plain (plainString): then

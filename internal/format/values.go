@@ -412,14 +412,20 @@ func StripInlineData(raw json.RawMessage) json.RawMessage {
 	}
 	// Not one value: what the decoder makes of it (the first value, when
 	// only trailing data is wrong).
+	return stripDecoded(raw)
+}
+
+// stripDecoded is StripInlineData by way of a decoded value: decoded into
+// an any, stripped, encoded again; raw itself when it does not decode.
+// appendStripped writes what it writes, in one pass (FuzzStripInlineData).
+func stripDecoded(raw json.RawMessage) json.RawMessage {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(&v) != nil {
 		return raw
 	}
-	v = stripValue(v, "")
-	out, err := jsonx.Marshal(v)
+	out, err := jsonx.Marshal(stripValue(v, ""))
 	if err != nil {
 		return raw
 	}

@@ -453,7 +453,7 @@ func (e *notTrajectory) resolved() *Resolved {
 // before and after the read.
 func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, error) {
 	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check,
-		Outcome: s.outcome()}
+		Outcome: s.outcome(), Parts: true}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
 	if errors.Is(err, format.ErrUnrecognized) && s.unrecognizedPolicy() != UnrecognizedFail {
 		return "", &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}

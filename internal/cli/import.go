@@ -272,8 +272,11 @@ func buildGeneration(ctx context.Context, e *env, o *importOptions, w *storyline
 // importOne normalizes one input into w; on failure its rows are discarded.
 func importOne(ctx context.Context, w *storyline.Writer, in importInput, opts ingest.Options) importResult {
 	var n int64
+	opts.Parts = true
 	det, err := ingest.NormalizeFile(ctx, in.path, in.file, opts, func(sl *model.Storyline) error {
-		n++
+		if !sl.More {
+			n++
+		}
 		return w.Add(sl)
 	})
 	if err != nil {

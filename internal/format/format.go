@@ -45,9 +45,16 @@ type Source struct {
 	// document read whole is read into one buffer of that size and counted
 	// against its budget before it is read (ReadWhole).
 	Size int64
+	// Parts: the receiver accepts a run in parts (model.Storyline.More),
+	// so an adapter whose runs end only with their file (a Claude Code
+	// session) emits each run's finished rows as it goes instead of holding
+	// them until then.
+	Parts bool
 }
 
-// Emit receives each normalized Storyline. The Storyline is owned by the
+// Emit receives each normalized Storyline, or, when Source.Parts allows it,
+// each part of one (model.Storyline.More); parts of two runs may interleave,
+// but two runs with one session id never. The Storyline is owned by the
 // receiver after the call; adapters must not reuse it.
 type Emit func(*model.Storyline) error
 

@@ -46,6 +46,8 @@ type Options struct {
 	// scores and reported totals every main Storyline of the file left NULL
 	// (format.Outcome.Apply). Discovery decides which file that is.
 	Outcome func(ctx context.Context) (*format.Outcome, error)
+	// Parts: emit accepts a run in parts (format.Source.Parts).
+	Parts bool
 }
 
 func (o Options) detectionBytes() int64 {
@@ -248,6 +250,7 @@ func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int
 	if err != nil {
 		return det, err
 	}
+	src.Parts = opts.Parts
 	emit = uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit))
 	if rec := splittable(det, p, size); rec != nil {
 		return det, normalizeLines(ctx, r, src, rec, emit)
@@ -268,7 +271,7 @@ func withOutcome(ctx context.Context, outcome func(context.Context) (*format.Out
 	var unreadable *format.ParseError
 	read := false
 	return func(sl *model.Storyline) error {
-		if sl.Run.ParentSessionID == nil {
+		if sl.Run.ParentSessionID == nil && !sl.More {
 			if !read {
 				read = true
 				var err error
@@ -291,25 +294,38 @@ func withOutcome(ctx context.Context, outcome func(context.Context) (*format.Out
 
 // uniqueSessions enforces the identity rule that session_id is unique per
 // Storyline within a source, whatever an adapter produced: a repeated id is
-// suffixed deterministically and the original kept.
+// suffixed deterministically and the original kept. The parts of a run
+// (model.Storyline.More) are one Storyline: they keep the id its first got.
 func uniqueSessions(src format.Source, emit format.Emit) format.Emit {
 	seen := map[string]int{}
+	open := map[string]string{} // a run's id as emitted → its id, while its parts continue
 	return func(sl *model.Storyline) error {
 		id := sl.Run.SessionID
-		n := seen[id]
-		seen[id] = n + 1
-		if n > 0 {
-			newID := fmt.Sprintf("%s#%d", id, n+1)
-			for seen[newID] > 0 {
-				n++
+		newID, continued := open[id]
+		if !continued {
+			newID = id
+			n := seen[id]
+			seen[id] = n + 1
+			if n > 0 {
 				newID = fmt.Sprintf("%s#%d", id, n+1)
+				for seen[newID] > 0 {
+					n++
+					newID = fmt.Sprintf("%s#%d", id, n+1)
+				}
+				seen[newID] = 1
+				sl.Warnings = append(sl.Warnings, model.Warning{File: src.Path,
+					Message: fmt.Sprintf("session_id %q repeats in this file; renamed to %q", id, newID)})
 			}
-			seen[newID] = 1
+		}
+		if sl.More {
+			open[id] = newID
+		} else {
+			delete(open, id)
+		}
+		if newID != id {
 			if sl.Run.OriginalSessionID == nil {
 				sl.Run.OriginalSessionID = model.StrAlways(id)
 			}
-			sl.Warnings = append(sl.Warnings, model.Warning{File: src.Path,
-				Message: fmt.Sprintf("session_id %q repeats in this file; renamed to %q", id, newID)})
 			sl.SetSessionID(newID)
 		}
 		return emit(sl)

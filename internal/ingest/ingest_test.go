@@ -360,3 +360,55 @@ func TestUnreadableOutcome(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestRunsInPartsKeepOneIdentity: the parts of a run (model.Storyline.More)
+// are one Storyline to the identity rule and to the trial's outcome — its
+// parts keep the id its first got, a run that repeats an id after the
+// first ended is renamed once, and only a main run's last part (its run
+// row) takes the outcome.
+func TestRunsInPartsKeepOneIdentity(t *testing.T) {
+	part := func(id string, more bool, parent string) *model.Storyline {
+		sl := &model.Storyline{Run: model.Run{SessionID: id, ParentSessionID: model.Str(parent)}, More: more,
+			Steps: []model.Step{{SessionID: id}}, ToolCalls: []model.ToolCall{{SessionID: id}}}
+		return sl
+	}
+	in := []*model.Storyline{
+		part("a", true, ""), part("a/sub", true, "a"), part("a", true, ""), part("a", false, ""), part("a/sub", false, "a"),
+		part("a", false, ""),                      // a second run named a
+		part("a", true, ""), part("a", false, ""), // a third, in parts
+	}
+	want := []struct {
+		id     string
+		reward bool
+	}{{"a", false}, {"a/sub", false}, {"a", false}, {"a", true}, {"a/sub", false}, {"a#2", true}, {"a#3", false}, {"a#3", true}}
+	reads := 0
+	outcome := func(context.Context) (*format.Outcome, error) {
+		reads++
+		r := 1.0
+		return &format.Outcome{Reward: &r}, nil
+	}
+	var got []*model.Storyline
+	src := format.Source{Path: "s.jsonl"}
+	emit := uniqueSessions(src, withOutcome(context.Background(), outcome, func(sl *model.Storyline) error {
+		got = append(got, sl)
+		return nil
+	}))
+	for _, sl := range in {
+		if err := emit(sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renames := 0
+	for i, sl := range got {
+		if sl.Run.SessionID != want[i].id || sl.Steps[0].SessionID != want[i].id || sl.ToolCalls[0].SessionID != want[i].id {
+			t.Errorf("part %d: session %q (rows %q, %q), want %q", i, sl.Run.SessionID, sl.Steps[0].SessionID, sl.ToolCalls[0].SessionID, want[i].id)
+		}
+		if (sl.Run.Reward != nil) != want[i].reward {
+			t.Errorf("part %d (%s, more %v): reward %v", i, sl.Run.SessionID, sl.More, sl.Run.Reward)
+		}
+		renames += len(sl.Warnings)
+	}
+	if renames != 2 || reads != 1 {
+		t.Errorf("%d rename warnings, want 2 (one per renamed run); outcome read %d times, want 1", renames, reads)
+	}
+}

@@ -221,11 +221,19 @@ func (w Warning) String() string {
 
 // Storyline is one normalized trajectory: its run row with its steps and
 // tool calls, plus the warnings raised while normalizing it.
+//
+// A long run may be delivered in parts, to receivers that accept them
+// (format.Source.Parts): every part but the last has More set and carries
+// rows already finalized (Tally.Rows) and the run's identity, not its row;
+// the last part carries the run row, complete, and the remaining rows. The
+// run's warnings are those of all its parts. See docs/architecture.md.
 type Storyline struct {
 	Run       Run
 	Steps     []Step
 	ToolCalls []ToolCall
 	Warnings  []Warning
+	// More: further parts of this run follow; Run is not yet a row.
+	More bool
 }
 
 // SetSessionID gives the Storyline, and every row of it, another session id.
@@ -245,61 +253,85 @@ func (s *Storyline) SetSessionID(id string) {
 // stay as rows but are excluded from counts and totals. Adapters call
 // it once after building the Storyline.
 func (s *Storyline) Finalize(file string) {
-	s.Run.File = file
-	var prompt, completion, cached int64
-	var cost float64
-	var hasPrompt, hasCompletion, hasCached, hasCost bool
-	var steps, calls int64
-	var copied map[string]bool // made only when there are copied steps: most Storylines have none
+	var t Tally
+	t.Rows(s, file)
+	t.Run(s, file)
+}
+
+// Tally is Finalize for a run emitted in parts: Rows finalizes each part's
+// rows, numbering them on from the parts before, and Run fills the last
+// part's run row from the rows of all of them.
+type Tally struct {
+	nextStep, nextCall                  int64
+	steps, calls                        int64
+	prompt, completion, cached          int64
+	cost                                float64
+	hasPrompt, hasCompletion, hasCached bool
+	hasCost                             bool
+	copied                              map[string]bool // made only when there are copied steps: most Storylines have none
+}
+
+// Rows fills _file_, identity and indexes on the rows of s (from its Run's
+// identity) and adds them to the totals.
+func (t *Tally) Rows(s *Storyline, file string) {
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		st.File, st.RunID, st.SessionID = file, s.Run.RunID, s.Run.SessionID
-		st.StepIndex = int64(i)
+		st.StepIndex = t.nextStep
+		t.nextStep++
 		if st.IsCopiedContext {
-			if copied == nil {
-				copied = map[string]bool{}
+			if t.copied == nil {
+				t.copied = map[string]bool{}
 			}
-			copied[st.StepID] = true
+			t.copied[st.StepID] = true
 			continue
 		}
-		steps++
+		t.steps++
 		if st.PromptTokens != nil {
-			prompt += *st.PromptTokens
-			hasPrompt = true
+			t.prompt += *st.PromptTokens
+			t.hasPrompt = true
 		}
 		if st.CompletionTokens != nil {
-			completion += *st.CompletionTokens
-			hasCompletion = true
+			t.completion += *st.CompletionTokens
+			t.hasCompletion = true
 		}
 		if st.CachedTokens != nil {
-			cached += *st.CachedTokens
-			hasCached = true
+			t.cached += *st.CachedTokens
+			t.hasCached = true
 		}
 		if st.CostUSD != nil {
-			cost += *st.CostUSD
-			hasCost = true
+			t.cost += *st.CostUSD
+			t.hasCost = true
 		}
 	}
 	for i := range s.ToolCalls {
 		tc := &s.ToolCalls[i]
 		tc.File, tc.RunID, tc.SessionID = file, s.Run.RunID, s.Run.SessionID
-		tc.CallIndex = int64(i)
+		tc.CallIndex = t.nextCall
+		t.nextCall++
 		if tc.ResultStatus == "" {
 			tc.ResultStatus = ResultMissing
 		}
 		if tc.ResultLink == "" {
 			tc.ResultLink = LinkNone
 		}
-		if !copied[tc.StepID] {
-			calls++
+		if !t.copied[tc.StepID] {
+			t.calls++
 		}
 	}
-	s.Run.StepCount = steps
-	s.Run.ToolCallCount = calls
-	s.Run.PromptTokens = optInt(hasPrompt, prompt)
-	s.Run.CompletionTokens = optInt(hasCompletion, completion)
-	s.Run.CachedTokens = optInt(hasCached, cached)
-	if hasCost {
+}
+
+// Run fills the run row of s, the last part, with the counts and totals
+// of every part's rows, and the file of its warnings.
+func (t *Tally) Run(s *Storyline, file string) {
+	s.Run.File = file
+	s.Run.StepCount = t.steps
+	s.Run.ToolCallCount = t.calls
+	s.Run.PromptTokens = optInt(t.hasPrompt, t.prompt)
+	s.Run.CompletionTokens = optInt(t.hasCompletion, t.completion)
+	s.Run.CachedTokens = optInt(t.hasCached, t.cached)
+	if t.hasCost {
+		cost := t.cost
 		s.Run.CostUSD = &cost
 	} else {
 		s.Run.CostUSD = nil

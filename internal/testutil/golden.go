@@ -39,7 +39,7 @@ func Golden(t testing.TB, path string, got []byte) {
 	}
 	if !bytes.Equal(want, got) {
 		t.Errorf("%s differs from the current output (-%s, +current); if the change is intended, rerun with -update and review the diff:\n%s",
-			path, filepath.Base(path), unifiedDiff(string(want), string(got)))
+			path, filepath.Base(path), UnifiedDiff(string(want), string(got)))
 	}
 }
 
@@ -144,9 +144,9 @@ const (
 	maxDiffCells = 4 << 20
 )
 
-// unifiedDiff returns the unified diff (as diff -u prints it, without file
+// UnifiedDiff returns the unified diff (as diff -u prints it, without file
 // headers) that turns want into got.
-func unifiedDiff(want, got string) string {
+func UnifiedDiff(want, got string) string {
 	a, b := splitLines(want), splitLines(got)
 	ops := diffLines(a, b)
 	var out []string

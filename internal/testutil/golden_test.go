@@ -35,7 +35,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := unifiedDiff(tt.want, tt.got); got != tt.diff {
+			if got := UnifiedDiff(tt.want, tt.got); got != tt.diff {
 				t.Fatalf("diff:\n%s\nwant:\n%s", got, tt.diff)
 			}
 		})
@@ -55,7 +55,7 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "b"), []byte(b), 0o644)
 	out, _ := exec.Command(diff, "-u", filepath.Join(dir, "a"), filepath.Join(dir, "b")).Output()
 	lines := strings.SplitN(string(out), "\n", 3) // drop the --- and +++ headers
-	if got := unifiedDiff(a, b); got+"\n" != lines[2] {
+	if got := UnifiedDiff(a, b); got+"\n" != lines[2] {
 		t.Fatalf("diff:\n%s\ndiff -u:\n%s", got, lines[2])
 	}
 }

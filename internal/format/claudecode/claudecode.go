@@ -111,20 +111,27 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 	return "", false
 }
 
-// Normalize streams the transcript. It keeps the session's Storylines (the
-// main chain and one per sidechain) until the end of the file, then emits
-// the main Storyline followed by its subagents; what they hold counts
-// against the query's document memory budget (format.HoldSession).
+// Normalize streams the transcript. The session's Storylines (the main
+// chain and one per sidechain) end with the file: a receiver that takes runs
+// in parts (format.Source.Parts) gets their finished rows every flushBytes
+// of lines, so a long session holds only what later lines may still change.
+// Otherwise they are held until the end, counted against the query's
+// document memory budget (format.HoldSession). Either way the main
+// Storyline is finished first, then its subagents.
 func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, layout string, emit format.Emit) error {
 	if layout != Layout {
 		return fmt.Errorf("claude-code: unknown layout %q", layout)
 	}
-	release, err := format.HoldSession(ctx, src)
-	if err != nil {
-		return err
-	}
-	defer release()
 	s := newSession(src)
+	if src.Parts {
+		s.emit = emit
+	} else {
+		release, err := format.HoldSession(ctx, src)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	if err := format.EachLine(ctx, r, s.line); err != nil {
 		return err
 	}

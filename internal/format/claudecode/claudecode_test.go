@@ -3,6 +3,7 @@ package claudecode
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -371,16 +372,39 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte("null\n[]\n{}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		New().Detect(format.NewProbe("f.jsonl", data, false))
+		var whole, parts []*model.Storyline
 		err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, Layout,
 			func(sl *model.Storyline) error {
 				if sl.Run.SessionID == "" || sl.Run.RunID == "" {
 					t.Fatalf("empty identity: %+v", sl.Run)
 				}
+				whole = append(whole, sl)
 				return nil
 			})
 		var pe *format.ParseError
 		if err != nil && (!errors.As(err, &pe) || pe.Line == 0) {
 			t.Fatalf("error is not a located ParseError: %v", err)
+		}
+		// In parts after every line, the same Storylines once joined.
+		old := flushBytes
+		flushBytes = 1
+		defer func() { flushBytes = old }()
+		perr := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f", Parts: true}, Layout,
+			func(sl *model.Storyline) error { parts = append(parts, sl); return nil })
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("whole: %v; in parts: %v", err, perr)
+		}
+		if err != nil {
+			return
+		}
+		joined, jerr := testutil.AssembleParts(parts)
+		if jerr != nil {
+			t.Fatal(jerr)
+		}
+		if !reflect.DeepEqual(whole, joined) {
+			w, _ := json.MarshalIndent(whole, "", " ")
+			j, _ := json.MarshalIndent(joined, "", " ")
+			t.Fatalf("joined parts differ from the whole Storylines:\n%s", testutil.UnifiedDiff(string(w), string(j)))
 		}
 	})
 }

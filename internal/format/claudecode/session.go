@@ -58,18 +58,26 @@ var (
 // taskTools are the tool names Claude Code uses to start a subagent.
 var taskTools = map[string]bool{"Task": true, "Agent": true}
 
+// flushBytes is how many bytes of lines a session reads between two
+// deliveries of its finished rows, when its receiver takes runs in parts.
+var flushBytes = 4 << 20
+
 // session accumulates one transcript file.
 type session struct {
-	src       format.Source
-	sessionID string   // the first sessionId seen
-	otherIDs  []string // other sessionIds seen (warned once each)
-	runVals   map[string]json.RawMessage
-	main      *chain
-	children  []*chain
-	chainOf   map[string]*chain // line uuid → chain
-	byAgent   map[string]*chain // sidechain agentId → chain
-	summaries []json.RawMessage
-	skipped   map[string]int
+	src format.Source
+	// emit, when the receiver takes runs in parts (format.Source.Parts),
+	// gets each chain's finished rows every flushBytes of lines (flush).
+	emit       format.Emit
+	sinceFlush int
+	sessionID  string   // the first sessionId seen
+	otherIDs   []string // other sessionIds seen (warned once each)
+	runVals    map[string]json.RawMessage
+	main       *chain
+	children   []*chain
+	chainOf    map[string]*chain // line uuid → sidechain without agentId
+	byAgent    map[string]*chain // sidechain agentId → chain
+	summaries  []json.RawMessage
+	skipped    map[string]int
 	// tasks are main-chain Task/Agent calls not yet linked to a sidechain,
 	// oldest first: a new sidechain is attributed to the earliest one.
 	tasks []string // step ids
@@ -101,6 +109,13 @@ type chain struct {
 	last                *lastAgent
 	countedOn           map[string]string // message.id → step id whose usage was counted
 	modelName, anyModel string
+	// What the parts already emitted (flush) leave behind: sl holds the
+	// rows from stepBase and callBase on (the indexes below count from the
+	// chain's first row), tally their totals, started/ended their span.
+	stepBase, callBase int
+	tally              model.Tally
+	started, ended     *time.Time
+	lastCallStep       string // the step of the chain's latest tool call
 }
 
 type lastAgent struct {
@@ -131,7 +146,7 @@ func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
 // close writes the open agent step's pending extra and closes the step.
 func (c *chain) close() {
 	if la := c.last; la != nil {
-		st := &c.sl.Steps[la.idx]
+		st := c.step(la.idx)
 		st.Extra = addExtra(st.Extra, la.set, la.lists)
 		c.last = nil
 	}
@@ -185,6 +200,12 @@ func (s *session) line(n int64, raw []byte) error {
 			s.warn(nil, n, msg, "type")
 		}
 		s.skipped[key]++
+	}
+	if s.emit != nil {
+		if s.sinceFlush += len(raw); s.sinceFlush >= flushBytes {
+			s.sinceFlush = 0
+			return s.flush()
+		}
 	}
 	return nil
 }
@@ -384,8 +405,14 @@ func (s *session) chainFor(n int64, obj format.Members) *chain {
 			s.children = append(s.children, c)
 		}
 	}
+	// Only a sidechain without agentId is found by its lines' uuids: the
+	// map keeps those alone, not one entry per line of a long session.
 	if uuid != "" {
-		s.chainOf[uuid] = c
+		if c != s.main && c.agentID == "" {
+			s.chainOf[uuid] = c
+		} else {
+			delete(s.chainOf, uuid)
+		}
 	}
 	return c
 }
@@ -429,10 +456,15 @@ func (c *chain) stepID(id string) string {
 	}
 }
 
+// add appends st and returns its index in the chain.
 func (c *chain) add(st model.Step) int {
 	c.sl.Steps = append(c.sl.Steps, st)
-	return len(c.sl.Steps) - 1
+	return c.stepBase + len(c.sl.Steps) - 1
 }
+
+// step and call are the chain's row i, which no part has taken yet.
+func (c *chain) step(i int) *model.Step     { return &c.sl.Steps[i-c.stepBase] }
+func (c *chain) call(i int) *model.ToolCall { return &c.sl.ToolCalls[i-c.callBase] }
 
 func (s *session) system(c *chain, id string, ts *time.Time, obj *format.Members) {
 	text, _, ok := format.Content(obj.Get("content"))
@@ -490,7 +522,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 	}
 	if userAt >= 0 {
 		text, kind, _ := format.Content(format.JoinArray(others))
-		c.sl.Steps[userAt].MessageKind, c.sl.Steps[userAt].MessageValue = kind, model.StrAlways(text)
+		c.step(userAt).MessageKind, c.step(userAt).MessageValue = kind, model.StrAlways(text)
 	}
 	if len(blocks) == 0 {
 		userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, MessageKind: format.KindText, Timestamp: ts, Extra: take()})
@@ -538,7 +570,7 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 			"message", "content", i, "tool_use_id")
 		return
 	}
-	tc := &c.sl.ToolCalls[q[0]]
+	tc := c.call(q[0])
 	if len(q) == 1 {
 		delete(c.pending, callID)
 	} else {
@@ -565,7 +597,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	clear(s.lists)
 	fresh := false // a new step, whose extra is written after its usage
 	if msgID != "" && la != nil && la.msgID == msgID {
-		st = &c.sl.Steps[la.idx]
+		st = c.step(la.idx)
 		if uuid != "" {
 			s.lists["merged_uuids"] = append(s.lists["merged_uuids"], jsonx.AppendQuoted(nil, uuid))
 		}
@@ -578,7 +610,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		c.close()
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
-		st = &c.sl.Steps[idx]
+		st = c.step(idx)
 		fresh = true
 	}
 	if m := format.Symbol(msg.Get("model")); m != "" {
@@ -624,7 +656,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	if len(la.reasoning) > 0 {
 		st.Reasoning = model.StrAlways(strings.Join(la.reasoning, "\n"))
 	}
-	hasCalls := len(c.sl.ToolCalls) > 0 && c.sl.ToolCalls[len(c.sl.ToolCalls)-1].StepID == st.StepID
+	hasCalls := c.callBase+len(c.sl.ToolCalls) > 0 && c.lastCallStep == st.StepID
 	switch {
 	case st.MessageValue != nil:
 		st.MessageKind = format.KindText
@@ -646,7 +678,8 @@ func (s *session) toolUse(c *chain, n int64, stepID string, i int, blk format.Me
 		s.warn(c, n, "tool_use without an id; its result cannot be linked", "message", "content", i)
 	}
 	c.sl.ToolCalls = append(c.sl.ToolCalls, tc)
-	c.pending[id] = append(c.pending[id], len(c.sl.ToolCalls)-1)
+	c.pending[id] = append(c.pending[id], c.callBase+len(c.sl.ToolCalls)-1)
+	c.lastCallStep = stepID
 	if c == s.main && taskTools[tc.FunctionName] {
 		s.tasks = append(s.tasks, stepID)
 	}
@@ -722,18 +755,11 @@ func (s *session) finish() []*model.Storyline {
 	}
 	runExtra := s.runExtra()
 	var out []*model.Storyline
-	emitMain := len(s.main.sl.Steps) > 0 || len(s.children) == 0
+	emitMain := s.main.stepBase+len(s.main.sl.Steps) > 0 || len(s.children) == 0
 	var refs []model.SubagentRef
 	for i, c := range s.children {
-		key := "sidechain-" + strconv.Itoa(c.ordinal)
-		if c.agentID != "" {
-			key = c.agentID
-		}
+		s.identify(c, mainID)
 		r := &c.sl.Run
-		r.SessionID = mainID + "/" + key
-		r.OriginalSessionID = model.Str(s.sessionID)
-		r.ParentSessionID = model.Str(mainID)
-		r.AgentID = model.Str(c.agentID)
 		if i == 0 && !emitMain {
 			c.sl.Warnings = append(s.main.sl.Warnings, c.sl.Warnings...)
 			r.Extra = runExtra
@@ -742,25 +768,91 @@ func (s *session) finish() []*model.Storyline {
 			Embedded: true, ChildSessionID: r.SessionID})
 	}
 	if emitMain {
+		s.identify(s.main, mainID)
 		r := &s.main.sl.Run
-		r.SessionID = mainID
 		r.Extra = runExtra
 		if len(refs) > 0 {
 			b, _ := jsonx.Marshal(refs)
 			r.SubagentRefs = model.StrAlways(string(b))
 		}
-		out = append(out, s.main.build(s, mainID))
+		out = append(out, s.main.build(s))
 	}
 	for _, c := range s.children {
-		out = append(out, c.build(s, mainID))
+		out = append(out, c.build(s))
 	}
 	return out
 }
 
-func (c *chain) build(s *session, runID string) *model.Storyline {
+// identify sets the identity of c's run: the session's id for the main
+// chain, and under it the agent's (or the sidechain's ordinal) for a
+// sidechain, each in the run of the session's main id.
+func (s *session) identify(c *chain, mainID string) {
+	r := &c.sl.Run
+	r.RunID, r.SessionID = mainID, mainID
+	if c == s.main {
+		return
+	}
+	key := "sidechain-" + strconv.Itoa(c.ordinal)
+	if c.agentID != "" {
+		key = c.agentID
+	}
+	r.SessionID = mainID + "/" + key
+	r.OriginalSessionID = model.Str(s.sessionID)
+	r.ParentSessionID = model.Str(mainID)
+	r.AgentID = model.Str(c.agentID)
+}
+
+// flush emits, as a part of each chain's run, the rows no later line can
+// change: the steps before the open agent step, and the tool calls up to
+// the first without a result (a later line may answer it). It waits for
+// the session's id, which names every run of the file.
+func (s *session) flush() error {
+	if s.sessionID == "" {
+		return nil
+	}
+	for _, c := range append([]*chain{s.main}, s.children...) {
+		steps := len(c.sl.Steps)
+		if c.last != nil {
+			steps = c.last.idx - c.stepBase
+		}
+		calls := 0
+		for calls < len(c.sl.ToolCalls) && c.sl.ToolCalls[calls].ResultStatus != "" {
+			calls++
+		}
+		if steps == 0 && calls == 0 {
+			continue
+		}
+		s.identify(c, s.sessionID)
+		part := &model.Storyline{Run: c.sl.Run, Steps: c.sl.Steps[:steps:steps], ToolCalls: c.sl.ToolCalls[:calls:calls], More: true}
+		c.sl.Steps = append([]model.Step(nil), c.sl.Steps[steps:]...)
+		c.sl.ToolCalls = append([]model.ToolCall(nil), c.sl.ToolCalls[calls:]...)
+		c.stepBase += steps
+		c.callBase += calls
+		c.span(part.Steps)
+		c.tally.Rows(part, s.src.File)
+		if err := s.emit(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// span widens the chain's time range by steps'.
+func (c *chain) span(steps []model.Step) {
+	first, last := format.StepTimeRange(steps)
+	if first != nil && (c.started == nil || first.Before(*c.started)) {
+		c.started = first
+	}
+	if last != nil && (c.ended == nil || last.After(*c.ended)) {
+		c.ended = last
+	}
+}
+
+// build finishes the chain's Storyline (its last part, when parts were
+// emitted).
+func (c *chain) build(s *session) *model.Storyline {
 	sl := c.sl
 	r := &sl.Run
-	r.RunID = runID
 	r.SourceFormat = format.ClaudeCode + "/" + Layout
 	r.AgentName = model.Str(agentName)
 	r.AgentVersion = model.Str(format.String(s.runVals["version"]))
@@ -772,8 +864,10 @@ func (c *chain) build(s *session, runID string) *model.Storyline {
 	if missing := format.UnansweredCalls(sl.ToolCalls); missing > 0 {
 		sl.Warnings = append(sl.Warnings, model.Warning{Message: fmt.Sprintf("%d tool call(s) have no result", missing)})
 	}
-	r.StartedAt, r.EndedAt = format.StepTimeRange(sl.Steps)
-	sl.Finalize(s.src.File)
+	c.span(sl.Steps)
+	r.StartedAt, r.EndedAt = c.started, c.ended
+	c.tally.Rows(sl, s.src.File)
+	c.tally.Run(sl, s.src.File)
 	return sl
 }
 

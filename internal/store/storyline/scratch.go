@@ -62,10 +62,11 @@ func (s *Scratch) Relations() []string {
 	return rels
 }
 
-// Add writes one Storyline's rows of the Scratch's relations. Not safe for
-// concurrent use.
+// Add writes one Storyline's rows of the Scratch's relations, or a part's
+// (model.Storyline.More: its run row comes with the last part). Not safe
+// for concurrent use.
 func (s *Scratch) Add(sl *model.Storyline) error {
-	if s.runs != nil {
+	if s.runs != nil && !sl.More {
 		if err := s.runs.write(&sl.Run); err != nil {
 			return err
 		}

@@ -147,14 +147,17 @@ func (s *Store) newWriter() (*Writer, error) {
 	}, nil
 }
 
-// Add adds a finalized Storyline's rows.
+// Add adds a finalized Storyline's rows, or a part's (model.Storyline.More:
+// its run row comes with the last part).
 func (w *Writer) Add(sl *model.Storyline) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
 		return errors.New("storyline: Add after Commit or Abort")
 	}
-	w.bytes += w.runs.add(&sl.Run)
+	if !sl.More {
+		w.bytes += w.runs.add(&sl.Run)
+	}
 	for i := range sl.Steps {
 		w.bytes += w.steps.add(&sl.Steps[i])
 	}

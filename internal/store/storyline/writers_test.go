@@ -275,3 +275,51 @@ func TestFailedFirstWriterLeavesDirAsFound(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInPartsIsOneRun: a run delivered in parts (model.Storyline.More)
+// is one runs row, from its last part, with every part's steps and tool
+// calls — in a generation and in a query's scratch files.
+func TestRunInPartsIsOneRun(t *testing.T) {
+	sl := genStoryline("f.jsonl", "s", 10)
+	parts := []*model.Storyline{
+		{Run: model.Run{SessionID: "s"}, Steps: sl.Steps[:4], ToolCalls: sl.ToolCalls[:1], More: true},
+		{Run: model.Run{SessionID: "s"}, Steps: sl.Steps[4:7], More: true},
+		{Run: sl.Run, Steps: sl.Steps[7:], ToolCalls: sl.ToolCalls[1:]},
+	}
+	want := counts{model.RelRuns: 1, model.RelSteps: 10, model.RelToolCalls: 5}
+	ctx := context.Background()
+	db := openDuck(t)
+	check := func(sink string, path func(rel string) string) {
+		t.Helper()
+		for rel, n := range want {
+			var got int64
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM read_parquet(?)", path(rel)).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != n {
+				t.Errorf("%s: %d %s rows, want %d", sink, got, rel, n)
+			}
+		}
+		var steps int64
+		if err := db.QueryRowContext(ctx, "SELECT step_count FROM read_parquet(?)", path(model.RelRuns)).Scan(&steps); err != nil || steps != 10 {
+			t.Errorf("%s: the run row has step_count %d (%v), want the last part's 10", sink, steps, err)
+		}
+	}
+
+	g := writeGeneration(t, newStore(t), parts...)
+	check("generation", g.Path)
+
+	sc, err := NewScratch(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if err := sc.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("scratch", sc.Path)
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestMain keeps the in-process commands of this package's tests out of
-// the user's cache directory.
+// the user's cache directory, and removes the binary the others run.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "pchronicle-cli-test-cache-")
 	if err != nil {
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	defaultCacheDir = func() string { return dir }
-	code := m.Run()
+	code := testutil.RunMain(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -17,7 +17,7 @@ func MainWithParser(m *testing.M, p **query.Parser) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := RunMain(m)
 	(*p).Close()
 	os.Exit(code)
 }

@@ -75,19 +75,38 @@ func SampleFiles(t testing.TB) []string {
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
+	inMain    bool // RunMain runs the tests: it removes binDir after them
 )
 
+// RunMain runs a package's tests (from its TestMain) and then removes the
+// binary Binary built for them, 150 MB that would otherwise stay in the
+// temp directory after every run. It returns the exit code.
+func RunMain(m *testing.M) int {
+	inMain = true
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	return code
+}
+
 // Binary builds cmd/pchronicle once per test process and returns its path.
+// The package's TestMain must run its tests with RunMain.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if !inMain {
+		t.Fatal("testutil.Binary: the package's TestMain must run its tests with testutil.RunMain, which removes the binary afterwards")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pchronicle-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "pchronicle")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/pchronicle")
 		cmd.Dir = RepoRoot(t)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/directory"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // helperEnv makes the test binary act as a worker (see TestMain); dumpEnv
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain())
 	}
-	os.Exit(m.Run())
+	os.Exit(testutil.RunMain(m))
 }
 
 // helperMain is the worker side: Serve with a test-only BuildFunc.

@@ -285,7 +285,7 @@ func (ro *rollout) sessionMeta(at loc, o object) {
 	if t, ok := format.Time(p["timestamp"]); ok {
 		run.StartedAt = model.Time(t)
 	}
-	ro.metaExtra = format.Extra(p, "id", "originator", "cli_version", "timestamp")
+	ro.metaExtra = o.extra(nil, "id", "originator", "cli_version", "timestamp")
 }
 
 // turnContext sets the model for the following agent steps. Only the first
@@ -301,7 +301,7 @@ func (ro *rollout) turnContext(p object) {
 	}
 	if !ro.sawTurnCtx {
 		ro.sawTurnCtx = true
-		ro.turnExtra = format.Extra(p.toMap(), "model")
+		ro.turnExtra = p.extra(nil, "model")
 	}
 }
 
@@ -377,18 +377,19 @@ func (ro *rollout) finish(src format.Source) *model.Storyline {
 	default:
 		run.Status = model.StatusTruncated
 	}
-	var extra *string
+	// One merge, not one per member: each merge validated, split and
+	// compacted the extra so far again (the session's instructions).
+	add := make(map[string]jsonx.RawMessage, 3)
 	if ro.metaExtra != nil {
-		extra = format.MergeExtra(extra, "session_meta", jsonx.RawMessage(*ro.metaExtra))
+		add["session_meta"] = jsonx.RawMessage(*ro.metaExtra)
 	}
 	if ro.turnExtra != nil {
-		extra = format.MergeExtra(extra, "turn_context", jsonx.RawMessage(*ro.turnExtra))
+		add["turn_context"] = jsonx.RawMessage(*ro.turnExtra)
 	}
 	if len(ro.events) > 0 {
-		counts, _ := jsonx.Marshal(ro.events)
-		extra = format.MergeExtra(extra, "event_counts", counts)
+		add["event_counts"], _ = jsonx.Marshal(ro.events)
 	}
-	run.Extra = extra
+	run.Extra = format.MergeExtras(nil, add)
 	return ro.b.finish(src.File)
 }
 

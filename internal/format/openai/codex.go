@@ -355,7 +355,12 @@ func (ro *rollout) tokenCount(at loc, p object) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
 		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 	}
-	u := format.ParseUsage(info[1])
+	var u format.Usage
+	if p.m == nil { // scanned: the line was validated by the scanner
+		u = format.UsageOfValid(info[1])
+	} else {
+		u = format.ParseUsage(info[1])
+	}
 	if u.Empty() {
 		return
 	}

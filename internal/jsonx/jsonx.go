@@ -45,6 +45,11 @@ func Compact(src []byte) ([]byte, bool) {
 // CompactValid is Compact for src already known to be valid JSON (a member
 // of a validated record), without validating it again.
 func CompactValid(src []byte) []byte {
+	// A scalar with no space around it has none inside (outside a string):
+	// most extras are strings, which nextSpace would read to their end.
+	if n := len(src); n > 0 && src[0] != '{' && src[0] != '[' && !isSpace(src[0]) && !isSpace(src[n-1]) {
+		return src
+	}
 	i := nextSpace(src, 0)
 	if i < 0 {
 		return src

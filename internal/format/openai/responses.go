@@ -55,18 +55,22 @@ func (b *builder) item(it object, is itemStep) bool {
 	if typ == "" && it.get("role") != nil {
 		return b.untypedMessage(it, is)
 	}
-	st := model.Step{StepID: is.id, Timestamp: is.ts}
+	// The step is filled in place: copying a whole step into the slice
+	// copied every pointer of it under the GC's write barrier.
+	b.sl.Steps = append(b.sl.Steps, model.Step{})
+	st := &b.sl.Steps[len(b.sl.Steps)-1]
+	st.StepID, st.Timestamp = is.id, is.ts
 	switch {
 	case typ == "message":
-		b.itemMessage(&st, it, is)
+		b.itemMessage(st, it, is)
 	case typ == "reasoning":
-		b.itemReasoning(&st, it)
+		b.itemReasoning(st, it)
 	case deferredCalls[typ] != "":
-		b.itemCall(&st, typ, it, is)
+		b.itemCall(st, typ, it, is)
 	case strings.HasSuffix(typ, "_call_output"):
-		b.itemOutput(&st, it, is)
+		b.itemOutput(st, it, is)
 	case hostedCalls[typ] != [2]string{}:
-		b.itemHosted(&st, typ, it)
+		b.itemHosted(st, typ, it)
 	default:
 		if !quietItems[typ] {
 			b.warnAt(is.at, "unknown item type "+strconv.Quote(typ)+"; kept as a system step")
@@ -80,7 +84,6 @@ func (b *builder) item(it object, is itemStep) bool {
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
 	}
-	b.addStep(st)
 	return st.Source == model.SourceAgent
 }
 

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -150,7 +151,9 @@ func AppendQuoted(dst []byte, s string) []byte {
 		dst = append(dst, s...)
 		return append(dst, '"')
 	}
-	b, _ := Marshal(s) // a string always encodes
+	// A string always encodes. A copy of s is boxed, not s: s then does not
+	// escape, and a caller's string(name) conversion needs no allocation.
+	b, _ := Marshal(strings.Clone(s))
 	return append(dst, b...)
 }
 

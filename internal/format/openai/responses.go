@@ -117,11 +117,12 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 		kind = kindRefusal
 	}
 	st.MessageKind = kind
-	known := []string{"type", "content"}
+	known := [...]string{"type", "content", "role"} // an array: appending "role" allocated
+	n := len(known) - 1
 	if canonical {
-		known = append(known, "role")
+		n++
 	}
-	st.Extra = it.extra(nil, known...)
+	st.Extra = it.extra(nil, known[:n]...)
 }
 
 // encryptedFlag is the extra member that says a reasoning item had
@@ -158,11 +159,12 @@ func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	callID := format.String(it.get("call_id"))
 	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: name}
 	tc.Arguments, tc.ArgumentsValid = b.arguments(it.get(argKey), is.at, argKey)
-	known := []string{"call_id", "name", argKey}
+	known := [...]string{"call_id", "name", argKey, "type"} // an array: appending "type" allocated
+	n := len(known) - 1
 	if typ == "function_call" {
-		known = append(known, "type")
+		n++
 	}
-	tc.Extra = it.extra(nil, known...)
+	tc.Extra = it.extra(nil, known[:n]...)
 	b.addCall(tc, callID)
 }
 

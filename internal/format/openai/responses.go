@@ -111,7 +111,7 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 	st.Source = source
 	text, kind, ok := content(it.get("content"))
 	if ok {
-		st.MessageValue = model.StrAlways(text)
+		st.MessageValue = b.textOf(text)
 	}
 	if kind == format.KindMultimodal && isRefusalParts(it.get("content")) {
 		kind = kindRefusal
@@ -172,7 +172,7 @@ func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 	st.Source = model.SourceTool
 	text, kind, ok := content(it.get("output"))
 	st.MessageKind = kind
-	result := model.StrAlways(text)
+	result := b.textOf(text)
 	if ok {
 		st.MessageValue = result
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -201,6 +202,55 @@ func FuzzStripInlineData(f *testing.F) {
 		got := StripInlineData(raw)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("StripInlineData(%q)\n = %q\nwant %q", raw, got, want)
+		}
+	})
+}
+
+// usageByDecoding is ParseUsage as it was written before UsageOfValid: the
+// object and its details decoded into maps (here by encoding/json).
+func usageByDecoding(raw []byte) Usage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return Usage{}
+	}
+	details := func(keys ...string) map[string]json.RawMessage {
+		var d map[string]json.RawMessage
+		for _, k := range keys {
+			if !IsNull(m[k]) {
+				_ = json.Unmarshal(m[k], &d)
+				break
+			}
+		}
+		return d
+	}
+	prompt, completion := details("prompt_tokens_details", "input_tokens_details"), details("completion_tokens_details", "output_tokens_details")
+	u := Usage{
+		Prompt:     IntOf(m["prompt_tokens"], m["input_tokens"]),
+		Completion: IntOf(m["completion_tokens"], m["output_tokens"]),
+		Cached:     IntOf(prompt["cached_tokens"], m["cached_input_tokens"], m["prompt_cache_hit_tokens"]),
+		Reasoning:  IntOf(completion["reasoning_tokens"], m["reasoning_output_tokens"]),
+	}
+	if c, ok := Float(m["cost"]); ok {
+		u.Cost = &c
+	}
+	return u
+}
+
+// FuzzParseUsage checks ParseUsage (members found in one pass) against
+// decoding the object and its details into maps.
+func FuzzParseUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"input_tokens":17102,"cached_input_tokens":3456,"output_tokens":281,"reasoning_output_tokens":141,"total_tokens":17383}`,
+		`{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3},"completion_tokens_details":{"reasoning_tokens":2},"cost":0.25}`,
+		`{"input_tokens":"7","output_tokens":2.0,"input_tokens_details":null,"prompt_tokens_details":{"cached_tokens":1},"output_tokens_details":{"reasoning_tokens":4}}`,
+		`{"prompt_tokens":1,"prompt_tokens":2,"prompt_tokens_details":[1],"completion_tokens_details":5,"prompt_cache_hit_tokens":9}`,
+		` { "prompt\u005ftokens" : 3 , "cost" : "1.5" } `, `null`, `[]`, `{}`, `{"prompt_tokens":1`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := ParseUsage(raw), usageByDecoding(raw); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseUsage %+v, decoding %+v", got, want)
 		}
 	})
 }

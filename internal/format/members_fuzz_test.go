@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -158,4 +159,26 @@ func checkMembers(t *testing.T, ms Members, m map[string]jsonx.RawMessage) {
 		ms.Set("set", []byte(`[1]`))
 		m["set"] = []byte(`[1]`)
 	}
+}
+
+// FuzzMemberName checks MemberName (a name tested eight bytes at a time)
+// against decoding the name.
+func FuzzMemberName(f *testing.F) {
+	for _, s := range []string{``, `a`, `type`, `payload`, `call_id`, `timestamp`, `arguments`, `a\\b`, `\u0061`, "\xe9t\xc3\xa9", "abcdefg\xff",
+		`abcdefgh\"`, "\x7f\x80", `encrypted_content`, `0123456789abcde\\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		key := append(append([]byte{'"'}, body...), '"')
+		if !jsonx.IsValid(key) {
+			return
+		}
+		if got, want := MemberName(key), String(key); string(got) != want {
+			t.Fatalf("MemberName %q, decoded %q", got, want)
+		}
+		plain := bytes.IndexByte(body, '\\') < 0 && bytes.IndexFunc(body, func(r rune) bool { return r >= utf8.RuneSelf }) < 0
+		if plainName(body) != plain {
+			t.Fatalf("plainName %v, byte at a time %v", !plain, plain)
+		}
+	})
 }

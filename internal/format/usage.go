@@ -22,21 +22,62 @@ func (u Usage) Empty() bool {
 
 // ParseUsage reads a usage object; anything else gives an empty Usage.
 func ParseUsage(raw jsonx.RawMessage) Usage {
+	if IsNull(raw) || !jsonx.Valid(raw) {
+		return Usage{}
+	}
+	return UsageOfValid(raw)
+}
+
+// usageKeys are the members of a usage object that ParseUsage reads, in
+// the order of usageMember.
+var usageKeys = []string{
+	"prompt_tokens_details", "input_tokens_details", "completion_tokens_details", "output_tokens_details",
+	"prompt_tokens", "input_tokens", "completion_tokens", "output_tokens",
+	"cached_input_tokens", "prompt_cache_hit_tokens", "reasoning_output_tokens", "cost",
+}
+
+// usageMember indexes the values of usageKeys.
+type usageMember int
+
+const (
+	promptDetails usageMember = iota
+	inputDetails
+	completionDetails
+	outputDetails
+	promptTokens
+	inputTokens
+	completionTokens
+	outputTokens
+	cachedInputTokens
+	promptCacheHitTokens
+	reasoningOutputTokens
+	cost
+	usageMembers
+)
+
+var (
+	cachedKeys    = []string{"cached_tokens"}
+	reasoningKeys = []string{"reasoning_tokens"}
+)
+
+// UsageOfValid is ParseUsage of a valid JSON value (from a validated
+// record): its members are found in one pass, without a map of them (or of
+// the details) or another validation, which were most of a Codex
+// token_count's cost.
+func UsageOfValid(raw []byte) Usage {
 	var u Usage
-	if IsNull(raw) {
+	var m [usageMembers][]byte
+	if !Fields(raw, usageKeys, m[:]) {
 		return u
 	}
-	m := Object(raw)
-	if m == nil {
-		return u
-	}
-	promptDetails := SplitObject(firstPresent(m, "prompt_tokens_details", "input_tokens_details"))
-	completionDetails := SplitObject(firstPresent(m, "completion_tokens_details", "output_tokens_details"))
-	u.Prompt = IntOf(m["prompt_tokens"], m["input_tokens"])
-	u.Completion = IntOf(m["completion_tokens"], m["output_tokens"])
-	u.Cached = IntOf(promptDetails["cached_tokens"], m["cached_input_tokens"], m["prompt_cache_hit_tokens"])
-	u.Reasoning = IntOf(completionDetails["reasoning_tokens"], m["reasoning_output_tokens"])
-	if c, ok := Float(m["cost"]); ok {
+	var cached, reasoning [1][]byte
+	Fields(firstPresent(m[promptDetails], m[inputDetails]), cachedKeys, cached[:])
+	Fields(firstPresent(m[completionDetails], m[outputDetails]), reasoningKeys, reasoning[:])
+	u.Prompt = IntOf(m[promptTokens], m[inputTokens])
+	u.Completion = IntOf(m[completionTokens], m[outputTokens])
+	u.Cached = IntOf(cached[0], m[cachedInputTokens], m[promptCacheHitTokens])
+	u.Reasoning = IntOf(reasoning[0], m[reasoningOutputTokens])
+	if c, ok := Float(m[cost]); ok {
 		u.Cost = model.Float(c)
 	}
 	return u
@@ -61,11 +102,13 @@ func (u Usage) Apply(st *model.Step) {
 	}
 }
 
-func firstPresent(m map[string]jsonx.RawMessage, keys ...string) jsonx.RawMessage {
-	for _, k := range keys {
-		if !IsNull(m[k]) {
-			return m[k]
-		}
+// firstPresent is the first of the values that is present and not null.
+func firstPresent(a, b []byte) []byte {
+	if !IsNull(a) {
+		return a
+	}
+	if !IsNull(b) {
+		return b
 	}
 	return nil
 }

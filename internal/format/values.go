@@ -202,48 +202,94 @@ const utcLayout = `"0000-00-00T00:00:00`
 // nine digits, or none) in place, as ParseTimeString would: the string and
 // its layout tries were most of a timestamp's cost in the adapters'
 // profiles. ok is false for any other form, which Time reads the slow way.
+// The fields sit at fixed offsets, and the time is computed from the date
+// rather than by time.Date, which normalizes (a third of the cost).
 func utcTime(raw []byte) (t time.Time, ok bool) {
 	n := len(raw)
-	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' {
+	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' ||
+		raw[0] != '"' || raw[5] != '-' || raw[8] != '-' || raw[11] != 'T' || raw[14] != ':' || raw[17] != ':' {
 		return t, false
 	}
-	var f [7]int // f[1:] are year, month, day, hour, minute, second
-	field := 0
-	for i := 0; i < len(utcLayout); i++ {
-		c := raw[i]
-		switch {
-		case utcLayout[i] != '0':
-			if c != utcLayout[i] {
-				return t, false
-			}
-			field++
-		case '0' <= c && c <= '9':
-			f[field] = f[field]*10 + int(c-'0')
-		default:
-			return t, false
-		}
+	year, ok1 := decimal(raw[1:5])
+	month, ok2 := decimal(raw[6:8])
+	day, ok3 := decimal(raw[9:11])
+	hour, ok4 := decimal(raw[12:14])
+	minute, ok5 := decimal(raw[15:17])
+	sec, ok6 := decimal(raw[18:20])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return t, false
 	}
 	nsec := 0
 	if frac := raw[len(utcLayout) : n-2]; len(frac) > 0 {
+		var fracOK bool
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
 			return t, false
 		}
-		for _, c := range frac[1:] {
-			if c < '0' || c > '9' {
-				return t, false
-			}
-			nsec = nsec*10 + int(c-'0')
+		if nsec, fracOK = decimal(frac[1:]); !fracOK {
+			return t, false
 		}
 		for range 10 - len(frac) {
 			nsec *= 10
 		}
 	}
-	// time.Date normalizes fields out of range, which parsing rejects.
-	if f[2] < 1 || f[2] > 12 || f[3] < 1 || f[4] > 23 || f[5] > 59 || f[6] > 59 {
+	// Parsing rejects fields out of range, which time.Date would normalize.
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return t, false
 	}
-	t = time.Date(f[1], time.Month(f[2]), f[3], f[4], f[5], f[6], nsec, time.UTC)
-	return t, t.Day() == f[3] // else the day is past the month's end
+	unix := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
+}
+
+// decimal is the value of a run of ASCII digits (false for anything else).
+func decimal(b []byte) (int, bool) {
+	v := 0
+	for _, c := range b {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + int(d)
+	}
+	return v, true
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to a Gregorian date
+// (year 0 to 9999; month and day in range), by the civil-from-days
+// algorithm: eras of 400 years, years starting in March.
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yearOfEra := y - era*400
+	m := int64(month) + 9 // months from March
+	if month > 2 {
+		m = int64(month) - 3
+	}
+	dayOfYear := (153*m+2)/5 + int64(day) - 1
+	dayOfEra := yearOfEra*365 + yearOfEra/4 - yearOfEra/100 + dayOfYear
+	return era*146097 + dayOfEra - 719468
+}
+
+// daysIn is the number of days of month (1-12) in year, Gregorian, as
+// parsing checks a day: t.Day() after time.Date, which did the same, was a
+// fifth of utcTime's cost.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // EpochTime converts an epoch number whose unit is chosen by magnitude.

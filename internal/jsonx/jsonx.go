@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -45,6 +46,11 @@ func Compact(src []byte) ([]byte, bool) {
 // CompactValid is Compact for src already known to be valid JSON (a member
 // of a validated record), without validating it again.
 func CompactValid(src []byte) []byte {
+	// A scalar with no space around it has none inside (outside a string):
+	// most extras are strings, which nextSpace would read to their end.
+	if n := len(src); n > 0 && src[0] != '{' && src[0] != '[' && !isSpace(src[0]) && !isSpace(src[n-1]) {
+		return src
+	}
 	i := nextSpace(src, 0)
 	if i < 0 {
 		return src
@@ -145,7 +151,9 @@ func AppendQuoted(dst []byte, s string) []byte {
 		dst = append(dst, s...)
 		return append(dst, '"')
 	}
-	b, _ := Marshal(s) // a string always encodes
+	// A string always encodes. A copy of s is boxed, not s: s then does not
+	// escape, and a caller's string(name) conversion needs no allocation.
+	b, _ := Marshal(strings.Clone(s))
 	return append(dst, b...)
 }
 

@@ -11,7 +11,7 @@ var seeds = []string{
 	`{"a": 1, "b" : [1, 2, {"c": "} \" "}],` + "\n\t" + `"d":"x\"y"}`,
 	`{"a\"b":"x\\","c":[1,{"d":"]"}],"e":null}`,
 	` [ "\\\"", {} , [ ] ,-1e5,true ] `,
-	`"caf\u00e9 "`, `{"k":"line\nbreak"}`, `{"x": "a\\"}  `, `{"a":`, `[1,,2]`, "\"\xff\"",
+	`"caf\u00e9 "`, `{"k":"line\nbreak"}`, `{"x": "a\\"}  `, `{"a":`, `[1,,2]`, "\"\xff\"", `"a b"`, ` "a b"`, `"a b" `, `-1.5e3`, "true\n", `null`,
 }
 
 func TestCompactMatchesEncodingJSON(t *testing.T) {

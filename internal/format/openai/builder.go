@@ -55,6 +55,21 @@ type builder struct {
 	toolDefs []byte
 	// scratch holds what message lists are split into (chatMessages).
 	scratch *scratch
+	// texts holds the strings that item steps and results point at, a
+	// block at a time (textOf), rather than a pointer allocated for each.
+	texts []string
+}
+
+// textsBlock is how many strings builder.texts allocates at once.
+const textsBlock = 64
+
+// textOf is model.StrAlways(s), its string kept in b.texts.
+func (b *builder) textOf(s string) *string {
+	if len(b.texts) == cap(b.texts) {
+		b.texts = make([]string, 0, textsBlock)
+	}
+	b.texts = append(b.texts, s)
+	return &b.texts[len(b.texts)-1]
 }
 
 // scratch holds the buffers a message list is split into, reused from one
@@ -149,7 +164,10 @@ func (b *builder) answer(i int, link string, result *string, status, stepID stri
 	tc := &b.sl.ToolCalls[i]
 	tc.Result, tc.ResultStatus, tc.ResultLink = result, status, link
 	if tc.StepID != stepID {
-		tc.ResultStepID = model.Str(stepID)
+		tc.ResultStepID = nil // model.Str(stepID), its string kept in b.texts
+		if stepID != "" {
+			tc.ResultStepID = b.textOf(stepID)
+		}
 	}
 }
 

@@ -43,6 +43,9 @@ type rollout struct {
 	tsRaw  []byte
 	ts     *time.Time
 	tsSeen bool
+	// times holds the parsed timestamps a block at a time: one allocation
+	// per timestamp (model.Time) was a ninth of a rollout's allocations.
+	times []time.Time
 	// read and size are the bytes read so far and the file's (0: unknown),
 	// to extrapolate how many steps and calls are still to come.
 	read, size int64
@@ -222,11 +225,18 @@ func (ro *rollout) time(raw []byte) *time.Time {
 		return ro.ts
 	}
 	ro.tsSeen, ro.tsRaw, ro.ts = true, append(ro.tsRaw[:0], raw...), nil
-	if t, ok := format.Time(raw); ok {
-		ro.ts = model.Time(t)
+	if t, ok := format.Time(raw); ok && !t.IsZero() { // as model.Time: nil for the zero time
+		if len(ro.times) == cap(ro.times) {
+			ro.times = make([]time.Time, 0, timesBlock)
+		}
+		ro.times = append(ro.times, t.UTC())
+		ro.ts = &ro.times[len(ro.times)-1]
 	}
 	return ro.ts
 }
+
+// timesBlock is how many timestamps rollout.times allocates at once.
+const timesBlock = 64
 
 func (ro *rollout) line(n int64, env rolloutLine) {
 	at := loc{line: n}
@@ -285,7 +295,7 @@ func (ro *rollout) sessionMeta(at loc, o object) {
 	if t, ok := format.Time(p["timestamp"]); ok {
 		run.StartedAt = model.Time(t)
 	}
-	ro.metaExtra = format.Extra(p, "id", "originator", "cli_version", "timestamp")
+	ro.metaExtra = o.extra(nil, "id", "originator", "cli_version", "timestamp")
 }
 
 // turnContext sets the model for the following agent steps. Only the first
@@ -301,7 +311,7 @@ func (ro *rollout) turnContext(p object) {
 	}
 	if !ro.sawTurnCtx {
 		ro.sawTurnCtx = true
-		ro.turnExtra = format.Extra(p.toMap(), "model")
+		ro.turnExtra = p.extra(nil, "model")
 	}
 }
 
@@ -345,7 +355,12 @@ func (ro *rollout) tokenCount(at loc, p object) {
 		ro.lastTotal = bytes.Clone(total) // the line's buffer is reused
 		ro.lastInfo = append(ro.lastInfo[:0], raw...)
 	}
-	u := format.ParseUsage(info[1])
+	var u format.Usage
+	if p.m == nil { // scanned: the line was validated by the scanner
+		u = format.UsageOfValid(info[1])
+	} else {
+		u = format.ParseUsage(info[1])
+	}
 	if u.Empty() {
 		return
 	}
@@ -377,18 +392,19 @@ func (ro *rollout) finish(src format.Source) *model.Storyline {
 	default:
 		run.Status = model.StatusTruncated
 	}
-	var extra *string
+	// One merge, not one per member: each merge validated, split and
+	// compacted the extra so far again (the session's instructions).
+	add := make(map[string]jsonx.RawMessage, 3)
 	if ro.metaExtra != nil {
-		extra = format.MergeExtra(extra, "session_meta", jsonx.RawMessage(*ro.metaExtra))
+		add["session_meta"] = jsonx.RawMessage(*ro.metaExtra)
 	}
 	if ro.turnExtra != nil {
-		extra = format.MergeExtra(extra, "turn_context", jsonx.RawMessage(*ro.turnExtra))
+		add["turn_context"] = jsonx.RawMessage(*ro.turnExtra)
 	}
 	if len(ro.events) > 0 {
-		counts, _ := jsonx.Marshal(ro.events)
-		extra = format.MergeExtra(extra, "event_counts", counts)
+		add["event_counts"], _ = jsonx.Marshal(ro.events)
 	}
-	run.Extra = extra
+	run.Extra = format.MergeExtras(nil, add)
 	return ro.b.finish(src.File)
 }
 

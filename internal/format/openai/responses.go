@@ -55,18 +55,22 @@ func (b *builder) item(it object, is itemStep) bool {
 	if typ == "" && it.get("role") != nil {
 		return b.untypedMessage(it, is)
 	}
-	st := model.Step{StepID: is.id, Timestamp: is.ts}
+	// The step is filled in place: copying a whole step into the slice
+	// copied every pointer of it under the GC's write barrier.
+	b.sl.Steps = append(b.sl.Steps, model.Step{})
+	st := &b.sl.Steps[len(b.sl.Steps)-1]
+	st.StepID, st.Timestamp = is.id, is.ts
 	switch {
 	case typ == "message":
-		b.itemMessage(&st, it, is)
+		b.itemMessage(st, it, is)
 	case typ == "reasoning":
-		b.itemReasoning(&st, it)
+		b.itemReasoning(st, it)
 	case deferredCalls[typ] != "":
-		b.itemCall(&st, typ, it, is)
+		b.itemCall(st, typ, it, is)
 	case strings.HasSuffix(typ, "_call_output"):
-		b.itemOutput(&st, it, is)
+		b.itemOutput(st, it, is)
 	case hostedCalls[typ] != [2]string{}:
-		b.itemHosted(&st, typ, it)
+		b.itemHosted(st, typ, it)
 	default:
 		if !quietItems[typ] {
 			b.warnAt(is.at, "unknown item type "+strconv.Quote(typ)+"; kept as a system step")
@@ -80,7 +84,6 @@ func (b *builder) item(it object, is itemStep) bool {
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
 	}
-	b.addStep(st)
 	return st.Source == model.SourceAgent
 }
 
@@ -108,17 +111,18 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 	st.Source = source
 	text, kind, ok := content(it.get("content"))
 	if ok {
-		st.MessageValue = model.StrAlways(text)
+		st.MessageValue = b.textOf(text)
 	}
 	if kind == format.KindMultimodal && isRefusalParts(it.get("content")) {
 		kind = kindRefusal
 	}
 	st.MessageKind = kind
-	known := []string{"type", "content"}
+	known := [...]string{"type", "content", "role"} // an array: appending "role" allocated
+	n := len(known) - 1
 	if canonical {
-		known = append(known, "role")
+		n++
 	}
-	st.Extra = it.extra(nil, known...)
+	st.Extra = it.extra(nil, known[:n]...)
 }
 
 // encryptedFlag is the extra member that says a reasoning item had
@@ -155,11 +159,12 @@ func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	callID := format.String(it.get("call_id"))
 	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: name}
 	tc.Arguments, tc.ArgumentsValid = b.arguments(it.get(argKey), is.at, argKey)
-	known := []string{"call_id", "name", argKey}
+	known := [...]string{"call_id", "name", argKey, "type"} // an array: appending "type" allocated
+	n := len(known) - 1
 	if typ == "function_call" {
-		known = append(known, "type")
+		n++
 	}
-	tc.Extra = it.extra(nil, known...)
+	tc.Extra = it.extra(nil, known[:n]...)
 	b.addCall(tc, callID)
 }
 
@@ -167,7 +172,7 @@ func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 	st.Source = model.SourceTool
 	text, kind, ok := content(it.get("output"))
 	st.MessageKind = kind
-	result := model.StrAlways(text)
+	result := b.textOf(text)
 	if ok {
 		st.MessageValue = result
 	}

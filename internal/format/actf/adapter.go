@@ -118,7 +118,7 @@ type stream struct {
 	built   int               // the size of the session b last built
 	times   []time.Time       // the block time takes timestamps from
 	// lastEvents and lastText are the number of events and the bytes of
-	// their lines of the session flushed last.
+	// their text (see session.add) of the session flushed last.
 	lastEvents, lastText int
 }
 
@@ -141,53 +141,81 @@ type session struct {
 	key    sessionKey
 	events []*event
 	root   *event // the agent scope whose end closes the session
-	// block and text hold the session's latest events and the lines their
-	// members alias: they are allocated in blocks that belong to the
+	// block and text hold the session's latest events and the parts of
+	// their lines they keep: they are allocated in blocks that belong to the
 	// session alone (so that an open session keeps no other's lines), where
-	// each was an allocation of its own. textSize is the lines' total.
+	// each was an allocation of its own. textSize is the parts' total.
 	block    []event
 	text     []byte
 	textSize int
 }
 
 // maxBlock and maxText bound what is allocated at once for events and for
-// lines (a longer line has a block of its own).
+// their text (a longer part has a block of its own).
 const (
 	maxBlock = 256
 	maxText  = 64 << 10
 )
 
-// add moves a decoded event, and the line its members alias, into the
-// session's blocks.
+// add moves a decoded event, and the parts of the line its members alias,
+// into the session's blocks. Only what the mapping reads again is kept:
+// the payload and error, and the whole line for an event whose line is
+// read again (see needsLine); most of a line is its envelope, which
+// decodeLine has already turned into strings.
 func (sess *session) add(decoded *event, line []byte) *event {
 	if len(sess.block) == cap(sess.block) {
 		sess.block = make([]event, 0, min(max(2*cap(sess.block), 4), maxBlock))
 	}
 	sess.block = append(sess.block, *decoded)
 	e := &sess.block[len(sess.block)-1]
-	if len(line) == 0 || len(e.raw) == 0 || &e.raw[0] != &line[0] {
-		return e // not an object, or members of a copy
+	if !needsLine(e) {
+		e.raw = nil
+	} else if aliases(e.raw, line) {
+		moved := sess.keep(line)
+		e.raw = moved
+		e.payload = movedPart(e.payload, line, moved)
+		e.errRaw = movedPart(e.errRaw, line, moved)
+		return e
 	}
-	if cap(sess.text)-len(sess.text) < len(line) {
-		sess.text = make([]byte, 0, max(min(2*cap(sess.text), maxText), len(line)))
+	if aliases(e.payload, line) {
+		e.payload = sess.keep(e.payload)
+	}
+	if aliases(e.errRaw, line) {
+		e.errRaw = sess.keep(e.errRaw)
+	}
+	return e
+}
+
+// needsLine reports whether the mapping reads the event's line again: for
+// members left over for extra, a mark's metadata, or an unknown kind.
+func needsLine(e *event) bool {
+	return e.hasLeftover || e.phase == phaseMark || e.phase == phaseOther
+}
+
+// keep copies part to the session's text.
+func (sess *session) keep(part []byte) []byte {
+	if cap(sess.text)-len(sess.text) < len(part) {
+		sess.text = make([]byte, 0, max(min(2*cap(sess.text), maxText), len(part)))
 	}
 	start := len(sess.text)
-	sess.text = append(sess.text, line...)
-	sess.textSize += len(line)
-	moved := sess.text[start:len(sess.text):len(sess.text)]
-	e.raw = moved
-	e.payload = movedPart(e.payload, line, moved)
-	e.errRaw = movedPart(e.errRaw, line, moved)
-	return e
+	sess.text = append(sess.text, part...)
+	sess.textSize += len(part)
+	return sess.text[start:len(sess.text):len(sess.text)]
+}
+
+// aliases reports whether part is a non-empty part of line.
+func aliases(part, line []byte) bool {
+	at := cap(line) - cap(part) // where part starts, if it was sliced from line
+	return len(part) > 0 && at >= 0 && at+len(part) <= len(line) && &line[at] == &part[0]
 }
 
 // movedPart is part, if it is a part of line, in moved (a copy of line);
 // anything else as it is.
 func movedPart(part, line, moved []byte) []byte {
-	at := cap(line) - cap(part) // where part starts, if it was sliced from line
-	if len(part) == 0 || at < 0 || at+len(part) > len(line) || &line[at] != &part[0] {
+	if !aliases(part, line) {
 		return part
 	}
+	at := cap(line) - cap(part)
 	return moved[at : at+len(part) : at+len(part)]
 }
 
@@ -215,7 +243,7 @@ func (s *stream) route(decoded *event, line []byte) error {
 		// Sessions of a stream tend to be alike: the first blocks fit the
 		// previous one's events and lines.
 		block := make([]event, 0, min(max(s.lastEvents, 4), maxBlock))
-		text := make([]byte, 0, min(max(s.lastText, len(line)), maxText))
+		text := make([]byte, 0, min(s.lastText, maxText))
 		sess = &session{key: key, events: s.spare(), block: block, text: text}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)

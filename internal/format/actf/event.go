@@ -36,7 +36,8 @@ const (
 type event struct {
 	line int64
 	// raw is the line (a copy, which the other fields alias) when it is an
-	// object, else nil.
+	// object, else nil; session.add drops it when the mapping does not read
+	// the line again (needsLine).
 	raw         []byte
 	phase       phase
 	fromData    bool // payload is the data field (ATOF 0.1)

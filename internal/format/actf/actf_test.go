@@ -282,6 +282,28 @@ func TestEdgeCases(t *testing.T) {
 					t.Errorf("%+v", sls)
 				}
 			}},
+		// The end names neither its type nor its parent: what it is and where
+		// it belongs come from its start, which must outlive its session
+		// (whose blocks are reused only when none of its scopes is open).
+		{name: "scope ended after its session was emitted",
+			input: `{"kind":"ScopeStart","schema_version":"0.1","uuid":"a1","scope_type":"agent","name":"x","input":"q1"}` + "\n" +
+				`{"kind":"ScopeStart","schema_version":"0.1","uuid":"t","parent_uuid":"a1","scope_type":"tool","name":"ls","input":{"cmd":"ls"}}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"a1","scope_type":"agent","name":"x","output":"r1"}` + "\n" +
+				`{"kind":"ScopeStart","schema_version":"0.1","uuid":"a2","scope_type":"agent","name":"y","input":"q2"}` + "\n" +
+				`{"kind":"ScopeStart","schema_version":"0.1","uuid":"u","parent_uuid":"a2","scope_type":"llm","name":"m","input":"q"}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"u","parent_uuid":"a2","scope_type":"llm","name":"m","output":"a"}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"a2","scope_type":"agent","name":"y","output":"r2"}` + "\n" +
+				`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"t","name":"ls","output":"a.txt"}`,
+			check: func(t *testing.T, sls []*model.Storyline) {
+				if len(sls) != 3 {
+					t.Fatalf("%d Storylines", len(sls))
+				}
+				sl := sls[2]
+				if sl.Run.SessionID != "a1#2" || len(sl.ToolCalls) != 1 || sl.ToolCalls[0].ToolCallID != "t" ||
+					model.Deref(sl.ToolCalls[0].Result) != "a.txt" {
+					t.Errorf("%+v %+v", sl.Run, sl.ToolCalls)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

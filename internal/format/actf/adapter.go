@@ -120,6 +120,10 @@ type stream struct {
 	// lastEvents and lastText are the number of events and the bytes of
 	// their text (see session.add) of the session flushed last.
 	lastEvents, lastText int
+	// freeBlocks and freeTexts are the blocks of flushed sessions that no
+	// other event can reach (see reusable), cleared, for new ones.
+	freeBlocks [][]event
+	freeTexts  [][]byte
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -241,10 +245,10 @@ func (s *stream) route(decoded *event, line []byte) error {
 	}
 	if !ok {
 		// Sessions of a stream tend to be alike: the first blocks fit the
-		// previous one's events and lines.
-		block := make([]event, 0, min(max(s.lastEvents, 4), maxBlock))
-		text := make([]byte, 0, min(s.lastText, maxText))
-		sess = &session{key: key, events: s.spare(), block: block, text: text}
+		// previous one's events and text.
+		block := spare(&s.freeBlocks, min(max(s.lastEvents, 4), maxBlock))
+		text := spare(&s.freeTexts, min(s.lastText, maxText))
+		sess = &session{key: key, events: spare(&s.free, 0), block: block, text: text}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
@@ -269,15 +273,23 @@ func (s *stream) route(decoded *event, line []byte) error {
 	return nil
 }
 
-// spare returns an event buffer for a new session.
-func (s *stream) spare() []*event {
-	n := len(s.free)
-	if n == 0 {
+// spare returns a buffer for a new session, with room for at least size
+// elements: the latest of free, else a new one. Each new session takes one
+// from free (one too small is dropped), so free holds no more than the
+// sessions open at once.
+func spare[T any](free *[][]T, size int) []T {
+	if n := len(*free); n > 0 {
+		buf := (*free)[n-1]
+		(*free)[n-1] = nil
+		*free = (*free)[:n-1]
+		if cap(buf) >= size {
+			return buf
+		}
+	}
+	if size == 0 {
 		return nil
 	}
-	events := s.free[n-1]
-	s.free = s.free[:n-1]
-	return events
+	return make([]T, 0, size)
 }
 
 // inSession reports whether scope uuid belongs to the session key.
@@ -303,7 +315,7 @@ func (s *stream) pair(e *event) {
 	if start == nil {
 		return
 	}
-	e.start = start
+	e.start, start.ended = start, true
 	if start.hidden == nil {
 		delete(s.open, k)
 	} else {
@@ -367,6 +379,11 @@ func (s *stream) flush(sess *session) error {
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
 	s.lastEvents, s.lastText = len(sess.events), sess.textSize
+	if reusable(sess) {
+		clear(sess.block)
+		s.freeBlocks = append(s.freeBlocks, sess.block[:0])
+		s.freeTexts = append(s.freeTexts, sess.text[:0])
+	}
 	if cap(sess.events) <= reuseLimit {
 		clear(sess.events)
 		s.free = append(s.free, sess.events[:0])
@@ -384,6 +401,19 @@ func (s *stream) flush(sess *session) error {
 	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)
 	return s.emit(sl)
+}
+
+// reusable reports whether no event of another session can reach the
+// flushed session's events (and so its text): only an open start is
+// reachable, from s.open, from the start it hides, or as the start of a
+// later end. The Storyline holds none of them.
+func reusable(sess *session) bool {
+	for _, e := range sess.events {
+		if e.phase == phaseStart && !e.ended {
+			return false
+		}
+	}
+	return true
 }
 
 // rootSession follows subagent parents up to the main session, which names

@@ -42,6 +42,7 @@ type event struct {
 	phase       phase
 	fromData    bool // payload is the data field (ATOF 0.1)
 	hasLeftover bool // the line may have members for leftover to keep
+	ended       bool // a start an end was paired with
 	uuid        string
 	parentUUID  string
 	name        string

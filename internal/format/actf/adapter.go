@@ -379,7 +379,7 @@ func (s *stream) flush(sess *session) error {
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
 	s.lastEvents, s.lastText = len(sess.events), sess.textSize
-	if reusable(sess) {
+	if reuseBlocks && reusable(sess) {
 		clear(sess.block)
 		s.freeBlocks = append(s.freeBlocks, sess.block[:0])
 		s.freeTexts = append(s.freeTexts, sess.text[:0])
@@ -402,6 +402,10 @@ func (s *stream) flush(sess *session) error {
 	sl.Finalize(s.src.File)
 	return s.emit(sl)
 }
+
+// reuseBlocks is false only in FuzzNormalize, which checks the Storylines
+// against those of a stream that reuses no block.
+var reuseBlocks = true
 
 // reusable reports whether no event of another session can reach the
 // flushed session's events (and so its text): only an open start is

@@ -382,7 +382,9 @@ func (s *stream) flush(sess *session) error {
 	if reuseBlocks && reusable(sess) {
 		clear(sess.block)
 		s.freeBlocks = append(s.freeBlocks, sess.block[:0])
-		s.freeTexts = append(s.freeTexts, sess.text[:0])
+		if cap(sess.text) <= maxText { // not a long line's own block
+			s.freeTexts = append(s.freeTexts, sess.text[:0])
+		}
 	}
 	if cap(sess.events) <= reuseLimit {
 		clear(sess.events)

@@ -360,7 +360,7 @@ func phaseOf(kind, scopeCategory string) phase {
 // decodedData unwraps data that a producer JSON-encoded into a string
 // (seen in Relay captures); other values are returned unchanged.
 func decodedData(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return raw
 	}
@@ -372,7 +372,7 @@ func decodedData(raw json.RawMessage) json.RawMessage {
 }
 
 func subObject(raw json.RawMessage) map[string]json.RawMessage {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
@@ -417,7 +417,7 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 
 // str is the string value raw, or "" for any other value.
 func str(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
@@ -426,7 +426,7 @@ func str(raw json.RawMessage) string {
 
 // symbolStr is str for a name drawn from a small set (format.Symbol).
 func symbolStr(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}

@@ -73,7 +73,7 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		src: src, layout: layout, emit: emit, sourceFormat: format.ACTF + "/" + layout,
 		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
 		sessions:    map[sessionKey]*session{}, scopes: map[string]scope{},
-		open: map[openKey]*event{}, parents: map[string]string{},
+		open: map[string]*event{}, openAnonymous: map[string]*event{}, parents: map[string]string{},
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
@@ -106,17 +106,19 @@ type stream struct {
 	sessions     map[sessionKey]*session
 	order        []sessionKey     // session keys in order of first appearance
 	scopes       map[string]scope // scopes started, by uuid
-	// open holds the starts not yet ended, by pairing key: the latest one,
-	// which links to the one it hides (a stack without a slice per start).
-	open    map[openKey]*event
-	parents map[string]string // child session id → parent session id
-	emitted map[string]int    // session ids already emitted
-	seen    map[string]bool   // session ids seen in the stream
-	b       *builder          // maps every session in turn
-	free    [][]*event        // event buffers of flushed sessions, for new ones
-	cur     *session          // the session of the latest event, while open
-	built   int               // the size of the session b last built
-	times   []time.Time       // the block time takes timestamps from
+	// open and openAnonymous hold the starts not yet ended, by pairing key
+	// (see openOf): the latest one, which links to the one it hides (a
+	// stack without a slice per start). Two maps of strings hash faster
+	// than one of a struct.
+	open, openAnonymous map[string]*event
+	parents             map[string]string // child session id → parent session id
+	emitted             map[string]int    // session ids already emitted
+	seen                map[string]bool   // session ids seen in the stream
+	b                   *builder          // maps every session in turn
+	free                [][]*event        // event buffers of flushed sessions, for new ones
+	cur                 *session          // the session of the latest event, while open
+	built               int               // the size of the session b last built
+	times               []time.Time       // the block time takes timestamps from
 	// lastEvents and lastText are the number of events and the bytes of
 	// their text (see session.add) of the session flushed last.
 	lastEvents, lastText int
@@ -258,9 +260,9 @@ func (s *stream) route(decoded *event, line []byte) error {
 		if e.uuid != "" {
 			s.scopes[e.uuid] = scope{e.uuid, key}
 		}
-		k := keyOf(e)
-		e.hidden = s.open[k]
-		s.open[k] = e
+		open, k := s.openOf(e)
+		e.hidden = open[k]
+		open[k] = e
 		if sess.root == nil && e.scopeType == scopeAgent && !s.inSession(e.parentUUID, key) {
 			sess.root = e
 		}
@@ -310,32 +312,27 @@ func (s *stream) sessionOfScope(uuid string) (sessionKey, bool) {
 // pair links an end to the latest open start with the same uuid (or, for
 // producers that omit uuids, the same type, name and tool call id).
 func (s *stream) pair(e *event) {
-	k := keyOf(e)
-	start := s.open[k]
+	open, k := s.openOf(e)
+	start := open[k]
 	if start == nil {
 		return
 	}
 	e.start, start.ended = start, true
 	if start.hidden == nil {
-		delete(s.open, k)
+		delete(open, k)
 	} else {
-		s.open[k] = start.hidden
+		open[k] = start.hidden
 		start.hidden = nil // so that it does not keep an ended scope's events
 	}
 }
 
-// openKey is the pairing key of a scope: its uuid, else (anonymous) its
-// type, name and tool call id.
-type openKey struct {
-	anonymous bool
-	key       string
-}
-
-func keyOf(e *event) openKey {
+// openOf is the pairing key of a scope and the map of open starts it is
+// in: its uuid, else (anonymous) its type, name and tool call id.
+func (s *stream) openOf(e *event) (map[string]*event, string) {
 	if e.uuid != "" {
-		return openKey{key: e.uuid}
+		return s.open, e.uuid
 	}
-	return openKey{true, e.scopeType + "|" + e.name + "|" + e.toolCallID}
+	return s.openAnonymous, e.scopeType + "|" + e.name + "|" + e.toolCallID
 }
 
 // sessionOf decides which Storyline an event belongs to: its
@@ -411,7 +408,7 @@ var reuseBlocks = true
 
 // reusable reports whether no event of another session can reach the
 // flushed session's events (and so its text): only an open start is
-// reachable, from s.open, from the start it hides, or as the start of a
+// reachable, from the open starts, from the start it hides, or as the start of a
 // later end. The Storyline holds none of them.
 func reusable(sess *session) bool {
 	for _, e := range sess.events {

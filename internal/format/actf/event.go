@@ -392,7 +392,18 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 	for i = jsonx.SkipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
 		start := i
 		end, ok := jsonx.ScanString(raw, i)
-		if !ok || bytes.IndexByte(raw[start:end], '\\') >= 0 {
+		if !ok {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		name, at := raw[start+1:end-1], -1
+		for k, key := range keys {
+			if string(name) == key {
+				at = k
+				break
+			}
+		}
+		if at < 0 && bytes.IndexByte(name, '\\') >= 0 { // may decode to a key
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
@@ -401,12 +412,8 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
-		name := raw[start+1 : end-1]
-		for k, key := range keys {
-			if string(name) == key {
-				vals[k] = raw[vstart:i]
-				break
-			}
+		if at >= 0 {
+			vals[at] = raw[vstart:i]
 		}
 		if i = jsonx.SkipWS(raw, i); i < len(raw) && raw[i] == ',' {
 			i = jsonx.SkipWS(raw, i+1)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -125,7 +126,7 @@ func ReadProbe(r io.Reader, name string, limit int64) (*Probe, error) {
 	if limit <= 0 {
 		limit = DefaultMaxDetectionBytes
 	}
-	buf, err := io.ReadAll(io.LimitReader(r, limit+1))
+	buf, err := readAtMost(r, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +135,33 @@ func ReadProbe(r io.Reader, name string, limit int64) (*Probe, error) {
 		buf = buf[:limit]
 	}
 	return NewProbe(name, buf, truncated), nil
+}
+
+// readAtMost is io.ReadAll of r's first n bytes into one buffer of the
+// size a file's Stat gives, where io.ReadAll grows one from 512 bytes
+// (for every file, some 2.5× the default limit allocated and copied).
+func readAtMost(r io.Reader, n int64) ([]byte, error) {
+	size := int64(512)
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = min(st.Size()+1, n) // +1: room to see EOF without growing
+		}
+	}
+	buf := make([]byte, 0, max(size, 1))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		read, err := r.Read(buf[len(buf):min(int64(cap(buf)), n)])
+		buf = buf[:len(buf)+read]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // NewProbe builds a probe over an in-memory prefix of a file.

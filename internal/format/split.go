@@ -249,7 +249,7 @@ func memberKey(raw []byte) string {
 // so a repeated value is not allocated again. Ids and text must not go
 // through it, or they would evict the names.
 func Symbol(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
 		return memberKey(raw)
 	}

@@ -22,9 +22,26 @@ const (
 	KindMultimodal = "multimodal"
 )
 
+// TrimSpace is bytes.TrimSpace, without its loops where raw is empty or
+// neither starts nor ends with space, as a member of a scanned object
+// (most calls: these were some 4% of ATOF normalization).
+func TrimSpace(raw []byte) []byte {
+	// c-'!' < utf8.RuneSelf-'!' when c is ASCII and above ' ' (bytes
+	// wrap); so is the OR of two such when both are (and for the first and
+	// last bytes of any JSON value).
+	n := len(raw)
+	switch {
+	case n == 0:
+		return nil // absent, the most common
+	case (raw[0]-'!')|(raw[n-1]-'!') < utf8.RuneSelf-'!':
+		return raw
+	}
+	return bytes.TrimSpace(raw)
+}
+
 // IsNull reports whether raw is absent or JSON null.
 func IsNull(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	return len(raw) == 0 || string(raw) == "null"
 }
 
@@ -32,7 +49,7 @@ func IsNull(raw json.RawMessage) bool {
 // JSON text, and null/absent as "". A string without escapes (the common
 // case for roles, ids and most content) is copied without the codec.
 func String(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if IsNull(raw) {
 		return ""
 	}
@@ -828,7 +845,7 @@ func MergeExtras(extra *string, add map[string]json.RawMessage) *string {
 // EmptyJSON reports whether the valid JSON value raw is null, [] or {}
 // (with any space inside), which producers emit for absent fields.
 func EmptyJSON(raw []byte) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if string(raw) == "null" {
 		return true
 	}

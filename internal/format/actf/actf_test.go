@@ -242,6 +242,17 @@ func TestSubagentLink(t *testing.T) {
 	}
 }
 
+// lateEnd ends a scope after its session was emitted, and after another
+// session (see TestEdgeCases).
+const lateEnd = `{"kind":"ScopeStart","schema_version":"0.1","uuid":"a1","scope_type":"agent","name":"x","input":"q1"}` + "\n" +
+	`{"kind":"ScopeStart","schema_version":"0.1","uuid":"t","parent_uuid":"a1","scope_type":"tool","name":"ls","input":{"cmd":"ls"}}` + "\n" +
+	`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"a1","scope_type":"agent","name":"x","output":"r1"}` + "\n" +
+	`{"kind":"ScopeStart","schema_version":"0.1","uuid":"a2","scope_type":"agent","name":"y","input":"q2"}` + "\n" +
+	`{"kind":"ScopeStart","schema_version":"0.1","uuid":"u","parent_uuid":"a2","scope_type":"llm","name":"m","input":"q"}` + "\n" +
+	`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"u","parent_uuid":"a2","scope_type":"llm","name":"m","output":"a"}` + "\n" +
+	`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"a2","scope_type":"agent","name":"y","output":"r2"}` + "\n" +
+	`{"kind":"ScopeEnd","schema_version":"0.1","uuid":"t","name":"ls","output":"a.txt"}`
+
 func TestEdgeCases(t *testing.T) {
 	tests := []struct {
 		name, input string
@@ -280,6 +291,21 @@ func TestEdgeCases(t *testing.T) {
 				if len(sls) != 2 || sls[0].Run.SessionID != "s" || sls[1].Run.SessionID != "s#2" ||
 					model.Deref(sls[1].Run.OriginalSessionID) != "s" || sls[1].Run.Status != model.StatusUnknown {
 					t.Errorf("%+v", sls)
+				}
+			}},
+		// The end names neither its type nor its parent: what it is and where
+		// it belongs come from its start, which must outlive its session
+		// (whose blocks are reused only when none of its scopes is open).
+		{name: "scope ended after its session was emitted",
+			input: lateEnd,
+			check: func(t *testing.T, sls []*model.Storyline) {
+				if len(sls) != 3 {
+					t.Fatalf("%d Storylines", len(sls))
+				}
+				sl := sls[2]
+				if sl.Run.SessionID != "a1#2" || len(sl.ToolCalls) != 1 || sl.ToolCalls[0].ToolCallID != "t" ||
+					model.Deref(sl.ToolCalls[0].Result) != "a.txt" {
+					t.Errorf("%+v %+v", sl.Run, sl.ToolCalls)
 				}
 			}},
 	}
@@ -375,13 +401,30 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(`{"kind":"ScopeEnd","uuid":"x","scope_type":"llm","output":{"choices":[{"message":{"content":[{"type":"tool_use"}]}}]}}`))
 	f.Add([]byte(`{"kind":"scope","scope_category":"end","data":"{\"reason\":\"error\"}","category":"agent"}`))
 	f.Add([]byte("null\n[]\n{}\n"))
+	f.Add([]byte(lateEnd))
+	// Streams are read twice, reusing the blocks of flushed sessions and
+	// not: the Storylines must be the same.
+	read := func(data []byte, layout string, reuse bool) (out []string, err error) {
+		reuseBlocks = reuse
+		defer func() { reuseBlocks = true }()
+		err = New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
+			func(sl *model.Storyline) error {
+				text, err := jsonx.Marshal(sl)
+				out = append(out, string(text))
+				return err
+			})
+		return out, err
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, layout := range []string{LayoutATOF01, LayoutNAT02, LayoutNATDraft} {
-			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
-				func(sl *model.Storyline) error { return nil })
+			got, err := read(data, layout, true)
 			var pe *format.ParseError
 			if err != nil && !errors.As(err, &pe) {
 				t.Fatalf("error is not a ParseError: %v", err)
+			}
+			want, wantErr := read(data, layout, false)
+			if !slices.Equal(got, want) || (err == nil) != (wantErr == nil) {
+				t.Fatalf("%s: reusing blocks gives other Storylines (%v, %v)", layout, err, wantErr)
 			}
 		}
 	})

@@ -73,7 +73,7 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		src: src, layout: layout, emit: emit, sourceFormat: format.ACTF + "/" + layout,
 		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
 		sessions:    map[sessionKey]*session{}, scopes: map[string]scope{},
-		open: map[openKey]*event{}, parents: map[string]string{},
+		open: map[string]*event{}, openAnonymous: map[string]*event{}, parents: map[string]string{},
 		emitted: map[string]int{}, seen: map[string]bool{},
 	}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
@@ -106,20 +106,26 @@ type stream struct {
 	sessions     map[sessionKey]*session
 	order        []sessionKey     // session keys in order of first appearance
 	scopes       map[string]scope // scopes started, by uuid
-	// open holds the starts not yet ended, by pairing key: the latest one,
-	// which links to the one it hides (a stack without a slice per start).
-	open    map[openKey]*event
-	parents map[string]string // child session id → parent session id
-	emitted map[string]int    // session ids already emitted
-	seen    map[string]bool   // session ids seen in the stream
-	b       *builder          // maps every session in turn
-	free    [][]*event        // event buffers of flushed sessions, for new ones
-	cur     *session          // the session of the latest event, while open
-	built   int               // the size of the session b last built
-	times   []time.Time       // the block time takes timestamps from
+	// open and openAnonymous hold the starts not yet ended, by pairing key
+	// (see openOf): the latest one, which links to the one it hides (a
+	// stack without a slice per start). Two maps of strings hash faster
+	// than one of a struct.
+	open, openAnonymous map[string]*event
+	parents             map[string]string // child session id → parent session id
+	emitted             map[string]int    // session ids already emitted
+	seen                map[string]bool   // session ids seen in the stream
+	b                   *builder          // maps every session in turn
+	free                [][]*event        // event buffers of flushed sessions, for new ones
+	cur                 *session          // the session of the latest event, while open
+	built               int               // the size of the session b last built
+	times               []time.Time       // the block time takes timestamps from
 	// lastEvents and lastText are the number of events and the bytes of
-	// their lines of the session flushed last.
+	// their text (see session.add) of the session flushed last.
 	lastEvents, lastText int
+	// freeBlocks and freeTexts are the blocks of flushed sessions that no
+	// other event can reach (see reusable), cleared, for new ones.
+	freeBlocks [][]event
+	freeTexts  [][]byte
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -141,53 +147,81 @@ type session struct {
 	key    sessionKey
 	events []*event
 	root   *event // the agent scope whose end closes the session
-	// block and text hold the session's latest events and the lines their
-	// members alias: they are allocated in blocks that belong to the
+	// block and text hold the session's latest events and the parts of
+	// their lines they keep: they are allocated in blocks that belong to the
 	// session alone (so that an open session keeps no other's lines), where
-	// each was an allocation of its own. textSize is the lines' total.
+	// each was an allocation of its own. textSize is the parts' total.
 	block    []event
 	text     []byte
 	textSize int
 }
 
 // maxBlock and maxText bound what is allocated at once for events and for
-// lines (a longer line has a block of its own).
+// their text (a longer part has a block of its own).
 const (
 	maxBlock = 256
 	maxText  = 64 << 10
 )
 
-// add moves a decoded event, and the line its members alias, into the
-// session's blocks.
+// add moves a decoded event, and the parts of the line its members alias,
+// into the session's blocks. Only what the mapping reads again is kept:
+// the payload and error, and the whole line for an event whose line is
+// read again (see needsLine); most of a line is its envelope, which
+// decodeLine has already turned into strings.
 func (sess *session) add(decoded *event, line []byte) *event {
 	if len(sess.block) == cap(sess.block) {
 		sess.block = make([]event, 0, min(max(2*cap(sess.block), 4), maxBlock))
 	}
 	sess.block = append(sess.block, *decoded)
 	e := &sess.block[len(sess.block)-1]
-	if len(line) == 0 || len(e.raw) == 0 || &e.raw[0] != &line[0] {
-		return e // not an object, or members of a copy
+	if !needsLine(e) {
+		e.raw = nil
+	} else if aliases(e.raw, line) {
+		moved := sess.keep(line)
+		e.raw = moved
+		e.payload = movedPart(e.payload, line, moved)
+		e.errRaw = movedPart(e.errRaw, line, moved)
+		return e
 	}
-	if cap(sess.text)-len(sess.text) < len(line) {
-		sess.text = make([]byte, 0, max(min(2*cap(sess.text), maxText), len(line)))
+	if aliases(e.payload, line) {
+		e.payload = sess.keep(e.payload)
+	}
+	if aliases(e.errRaw, line) {
+		e.errRaw = sess.keep(e.errRaw)
+	}
+	return e
+}
+
+// needsLine reports whether the mapping reads the event's line again: for
+// members left over for extra, a mark's metadata, or an unknown kind.
+func needsLine(e *event) bool {
+	return e.hasLeftover || e.phase == phaseMark || e.phase == phaseOther
+}
+
+// keep copies part to the session's text.
+func (sess *session) keep(part []byte) []byte {
+	if cap(sess.text)-len(sess.text) < len(part) {
+		sess.text = make([]byte, 0, max(min(2*cap(sess.text), maxText), len(part)))
 	}
 	start := len(sess.text)
-	sess.text = append(sess.text, line...)
-	sess.textSize += len(line)
-	moved := sess.text[start:len(sess.text):len(sess.text)]
-	e.raw = moved
-	e.payload = movedPart(e.payload, line, moved)
-	e.errRaw = movedPart(e.errRaw, line, moved)
-	return e
+	sess.text = append(sess.text, part...)
+	sess.textSize += len(part)
+	return sess.text[start:len(sess.text):len(sess.text)]
+}
+
+// aliases reports whether part is a non-empty part of line.
+func aliases(part, line []byte) bool {
+	at := cap(line) - cap(part) // where part starts, if it was sliced from line
+	return len(part) > 0 && at >= 0 && at+len(part) <= len(line) && &line[at] == &part[0]
 }
 
 // movedPart is part, if it is a part of line, in moved (a copy of line);
 // anything else as it is.
 func movedPart(part, line, moved []byte) []byte {
-	at := cap(line) - cap(part) // where part starts, if it was sliced from line
-	if len(part) == 0 || at < 0 || at+len(part) > len(line) || &line[at] != &part[0] {
+	if !aliases(part, line) {
 		return part
 	}
+	at := cap(line) - cap(part)
 	return moved[at : at+len(part) : at+len(part)]
 }
 
@@ -213,10 +247,10 @@ func (s *stream) route(decoded *event, line []byte) error {
 	}
 	if !ok {
 		// Sessions of a stream tend to be alike: the first blocks fit the
-		// previous one's events and lines.
-		block := make([]event, 0, min(max(s.lastEvents, 4), maxBlock))
-		text := make([]byte, 0, min(max(s.lastText, len(line)), maxText))
-		sess = &session{key: key, events: s.spare(), block: block, text: text}
+		// previous one's events and text.
+		block := spare(&s.freeBlocks, min(max(s.lastEvents, 4), maxBlock))
+		text := spare(&s.freeTexts, min(s.lastText, maxText))
+		sess = &session{key: key, events: spare(&s.free, 0), block: block, text: text}
 		s.sessions[key] = sess
 		s.order = append(s.order, key)
 		s.seen[key.id] = true // the key's events all have its id
@@ -226,9 +260,9 @@ func (s *stream) route(decoded *event, line []byte) error {
 		if e.uuid != "" {
 			s.scopes[e.uuid] = scope{e.uuid, key}
 		}
-		k := keyOf(e)
-		e.hidden = s.open[k]
-		s.open[k] = e
+		open, k := s.openOf(e)
+		e.hidden = open[k]
+		open[k] = e
 		if sess.root == nil && e.scopeType == scopeAgent && !s.inSession(e.parentUUID, key) {
 			sess.root = e
 		}
@@ -241,15 +275,23 @@ func (s *stream) route(decoded *event, line []byte) error {
 	return nil
 }
 
-// spare returns an event buffer for a new session.
-func (s *stream) spare() []*event {
-	n := len(s.free)
-	if n == 0 {
+// spare returns a buffer for a new session, with room for at least size
+// elements: the latest of free, else a new one. Each new session takes one
+// from free (one too small is dropped), so free holds no more than the
+// sessions open at once.
+func spare[T any](free *[][]T, size int) []T {
+	if n := len(*free); n > 0 {
+		buf := (*free)[n-1]
+		(*free)[n-1] = nil
+		*free = (*free)[:n-1]
+		if cap(buf) >= size {
+			return buf
+		}
+	}
+	if size == 0 {
 		return nil
 	}
-	events := s.free[n-1]
-	s.free = s.free[:n-1]
-	return events
+	return make([]T, 0, size)
 }
 
 // inSession reports whether scope uuid belongs to the session key.
@@ -270,32 +312,27 @@ func (s *stream) sessionOfScope(uuid string) (sessionKey, bool) {
 // pair links an end to the latest open start with the same uuid (or, for
 // producers that omit uuids, the same type, name and tool call id).
 func (s *stream) pair(e *event) {
-	k := keyOf(e)
-	start := s.open[k]
+	open, k := s.openOf(e)
+	start := open[k]
 	if start == nil {
 		return
 	}
-	e.start = start
+	e.start, start.ended = start, true
 	if start.hidden == nil {
-		delete(s.open, k)
+		delete(open, k)
 	} else {
-		s.open[k] = start.hidden
+		open[k] = start.hidden
 		start.hidden = nil // so that it does not keep an ended scope's events
 	}
 }
 
-// openKey is the pairing key of a scope: its uuid, else (anonymous) its
-// type, name and tool call id.
-type openKey struct {
-	anonymous bool
-	key       string
-}
-
-func keyOf(e *event) openKey {
+// openOf is the pairing key of a scope and the map of open starts it is
+// in: its uuid, else (anonymous) its type, name and tool call id.
+func (s *stream) openOf(e *event) (map[string]*event, string) {
 	if e.uuid != "" {
-		return openKey{key: e.uuid}
+		return s.open, e.uuid
 	}
-	return openKey{true, e.scopeType + "|" + e.name + "|" + e.toolCallID}
+	return s.openAnonymous, e.scopeType + "|" + e.name + "|" + e.toolCallID
 }
 
 // sessionOf decides which Storyline an event belongs to: its
@@ -339,6 +376,13 @@ func (s *stream) flush(sess *session) error {
 	sl := s.b.build(sess.events, s.header)
 	s.built = s.b.size(len(sess.events))
 	s.lastEvents, s.lastText = len(sess.events), sess.textSize
+	if reuseBlocks && reusable(sess) {
+		clear(sess.block)
+		s.freeBlocks = append(s.freeBlocks, sess.block[:0])
+		if cap(sess.text) <= maxText { // not a long line's own block
+			s.freeTexts = append(s.freeTexts, sess.text[:0])
+		}
+	}
 	if cap(sess.events) <= reuseLimit {
 		clear(sess.events)
 		s.free = append(s.free, sess.events[:0])
@@ -356,6 +400,23 @@ func (s *stream) flush(sess *session) error {
 	r.SourceFormat = s.sourceFormat
 	sl.Finalize(s.src.File)
 	return s.emit(sl)
+}
+
+// reuseBlocks is false only in FuzzNormalize, which checks the Storylines
+// against those of a stream that reuses no block.
+var reuseBlocks = true
+
+// reusable reports whether no event of another session can reach the
+// flushed session's events (and so its text): only an open start is
+// reachable, from the open starts, from the start it hides, or as the start of a
+// later end. The Storyline holds none of them.
+func reusable(sess *session) bool {
+	for _, e := range sess.events {
+		if e.phase == phaseStart && !e.ended {
+			return false
+		}
+	}
+	return true
 }
 
 // rootSession follows subagent parents up to the main session, which names

@@ -160,7 +160,7 @@ func (b *builder) size(events int) int { return events + len(b.sl.Steps) + len(b
 // isRedacted is format.String(raw) == redacted without copying the payload
 // (every event's): the payload is valid JSON, so only a string can match.
 func isRedacted(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	n := len(raw)
 	if n < 2 || raw[0] != '"' || n-2 > 6*len(redacted) { // at most \uXXXX per character
 		return false

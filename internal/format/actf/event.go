@@ -36,11 +36,13 @@ const (
 type event struct {
 	line int64
 	// raw is the line (a copy, which the other fields alias) when it is an
-	// object, else nil.
+	// object, else nil; session.add drops it when the mapping does not read
+	// the line again (needsLine).
 	raw         []byte
 	phase       phase
 	fromData    bool // payload is the data field (ATOF 0.1)
 	hasLeftover bool // the line may have members for leftover to keep
+	ended       bool // a start an end was paired with
 	uuid        string
 	parentUUID  string
 	name        string
@@ -358,7 +360,7 @@ func phaseOf(kind, scopeCategory string) phase {
 // decodedData unwraps data that a producer JSON-encoded into a string
 // (seen in Relay captures); other values are returned unchanged.
 func decodedData(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return raw
 	}
@@ -370,7 +372,7 @@ func decodedData(raw json.RawMessage) json.RawMessage {
 }
 
 func subObject(raw json.RawMessage) map[string]json.RawMessage {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
@@ -390,7 +392,18 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 	for i = jsonx.SkipWS(raw, i+1); i < len(raw) && raw[i] == '"'; {
 		start := i
 		end, ok := jsonx.ScanString(raw, i)
-		if !ok || bytes.IndexByte(raw[start:end], '\\') >= 0 {
+		if !ok {
+			clear(vals)
+			return format.Fields(raw, keys, vals)
+		}
+		name, at := raw[start+1:end-1], -1
+		for k, key := range keys {
+			if string(name) == key {
+				at = k
+				break
+			}
+		}
+		if at < 0 && bytes.IndexByte(name, '\\') >= 0 { // may decode to a key
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
@@ -399,12 +412,8 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 			clear(vals)
 			return format.Fields(raw, keys, vals)
 		}
-		name := raw[start+1 : end-1]
-		for k, key := range keys {
-			if string(name) == key {
-				vals[k] = raw[vstart:i]
-				break
-			}
+		if at >= 0 {
+			vals[at] = raw[vstart:i]
 		}
 		if i = jsonx.SkipWS(raw, i); i < len(raw) && raw[i] == ',' {
 			i = jsonx.SkipWS(raw, i+1)
@@ -415,7 +424,7 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 
 // str is the string value raw, or "" for any other value.
 func str(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
@@ -424,7 +433,7 @@ func str(raw json.RawMessage) string {
 
 // symbolStr is str for a name drawn from a small set (format.Symbol).
 func symbolStr(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}

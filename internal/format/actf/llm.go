@@ -47,7 +47,7 @@ func same(a, b *message) bool {
 
 func (m *message) fp() []byte {
 	if !m.fingerprinted && m.raw != nil {
-		m.fingerprint = jsonx.CompactValid(bytes.TrimSpace(m.raw))
+		m.fingerprint = jsonx.CompactValid(format.TrimSpace(m.raw))
 	}
 	m.fingerprinted = true
 	return m.fingerprint
@@ -105,7 +105,7 @@ const (
 // when the payload has no recognizable message list. The messages of the
 // list are only checked; decode decodes one.
 func inputMessages(raw json.RawMessage) ([]message, bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil, false
 	}
@@ -162,7 +162,7 @@ func messageList(raw json.RawMessage) ([]message, bool) {
 // array is format.Array for a member of a validated line (or an absent
 // one), without validating it again.
 func array(raw json.RawMessage) ([][]byte, bool) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if len(format.TrimSpace(raw)) == 0 {
 		return nil, false
 	}
 	if format.IsNull(raw) {
@@ -191,7 +191,7 @@ func objectArray(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
 
 // isObject reports whether the member raw is an object (subObject non-nil).
 func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
 }
 
@@ -230,7 +230,7 @@ func messageOf(f *messageFields) message {
 func contentMessage(role string, content json.RawMessage) message {
 	m := message{role: role, kind: format.KindText}
 	var blocks []map[string]json.RawMessage
-	isBlocks := bytes.HasPrefix(bytes.TrimSpace(content), []byte("["))
+	isBlocks := bytes.HasPrefix(format.TrimSpace(content), []byte("["))
 	if isBlocks {
 		blocks, isBlocks = objectArray(content)
 	}
@@ -316,7 +316,7 @@ func openAICalls(raw json.RawMessage) []call {
 // returns the usage object found next to it. ok is false when the output is
 // not a recognizable message.
 func agentOutput(raw json.RawMessage) (m message, usage map[string]json.RawMessage, ok bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = format.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		s := format.String(raw)
 		return message{role: "assistant", text: &s, kind: format.KindText}, nil, true

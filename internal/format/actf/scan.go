@@ -70,8 +70,11 @@ func scanLine(raw []byte, m *lineMembers) (ok bool) {
 		if i, ok = jsonx.ScanString(b, i); !ok {
 			return false
 		}
+		// A name the mapping knows is written without escapes; any other
+		// with one may decode to one it knows.
 		key := b[start:i]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		f, c := member(key)
+		if f < 0 && !c && bytes.IndexByte(key, '\\') >= 0 {
 			return false
 		}
 		if i = jsonx.SkipWS(b, i); i >= len(b) || b[i] != ':' {
@@ -83,7 +86,6 @@ func scanLine(raw []byte, m *lineMembers) (ok bool) {
 		}
 		// An unescaped name that is not valid UTF-8 decodes to one with
 		// U+FFFD, which matches no field, as its bytes do not.
-		f, c := member(key)
 		m.add(f, c, key[1:len(key)-1], b[vstart:i])
 		if i = jsonx.SkipWS(b, i); i < len(b) && b[i] == ',' {
 			i = jsonx.SkipWS(b, i+1)

@@ -121,18 +121,47 @@ func idValues(data []byte, keys []string) []string {
 	return out
 }
 
-// distinct makes a copy's ids its own: every JSON string equal to one of
-// ids gets the copy's suffix, and every string starting with prefix (tool
-// call ids) gets the copy's tag after the prefix.
+// distinct makes a copy's ids its own: every JSON string value equal to one
+// of ids gets the copy's suffix, and every string value starting with prefix
+// (tool call ids) gets the copy's tag after the prefix. Member names are left
+// as they are: "call_id" is a name that starts with "call_".
 func distinct(data []byte, k int, ids []string, prefix string) []byte {
 	tag := fmt.Sprintf("c%05d", k)
 	for _, id := range ids {
-		data = bytes.ReplaceAll(data, []byte(`"`+id+`"`), []byte(`"`+id+"-"+tag+`"`))
+		data = replaceValues(data, []byte(`"`+id+`"`), []byte(`"`+id+"-"+tag+`"`))
 	}
 	if prefix != "" {
-		data = bytes.ReplaceAll(data, []byte(`"`+prefix), []byte(`"`+prefix+tag+"_"))
+		data = replaceValues(data, []byte(`"`+prefix), []byte(`"`+prefix+tag+"_"))
 	}
 	return data
+}
+
+// replaceValues is bytes.ReplaceAll of old, which starts a JSON string, by
+// new, except where that string is a member name (a colon follows it).
+func replaceValues(data, old, new []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; ; {
+		j := bytes.Index(data[i:], old)
+		if j < 0 {
+			break
+		}
+		at := i + j
+		i = at + len(old)
+		end := at + 1 + bytes.IndexByte(data[at+1:], '"') // the quote that ends the string
+		if end <= at || end+1 > len(data) {
+			continue
+		}
+		if rest := bytes.TrimLeft(data[end+1:], " \t\r\n"); len(rest) > 0 && rest[0] == ':' {
+			continue
+		}
+		out = append(append(out, data[last:at]...), new...)
+		last = i
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
 }
 
 func readSamples(samples string, rels []string) ([][]byte, error) {

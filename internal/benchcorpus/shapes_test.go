@@ -40,6 +40,7 @@ func TestShapesAreDeterministicAndOfTheirFormat(t *testing.T) {
 				t.Fatalf("%d bytes in %d files, then %d in %d", a.Bytes, len(a.Files), b.Bytes, len(b.Files))
 			}
 			runs := map[string]bool{}
+			calls, unnamed := map[string]bool{}, 0
 			for i, f := range a.Files {
 				if digest(t, f) != digest(t, b.Files[i]) {
 					t.Fatalf("%s differs between two builds", f)
@@ -47,6 +48,12 @@ func TestShapesAreDeterministicAndOfTheirFormat(t *testing.T) {
 				rel, _ := filepath.Rel(a.Dir, f)
 				det, err := ingest.NormalizeFile(context.Background(), f, rel, ingest.Options{}, func(sl *model.Storyline) error {
 					runs[rel+"\x00"+sl.Run.SessionID] = true
+					for _, tc := range sl.ToolCalls {
+						if tc.ToolCallID == "" {
+							unnamed++
+						}
+						calls[tc.ToolCallID] = true
+					}
 					return nil
 				})
 				if err != nil {
@@ -58,6 +65,13 @@ func TestShapesAreDeterministicAndOfTheirFormat(t *testing.T) {
 			}
 			if len(runs) < a.Copies {
 				t.Fatalf("%d distinct run/session ids over %d copies", len(runs), a.Copies)
+			}
+			// The samples of these shapes name every tool call; the copies
+			// keep them named, each copy's its own.
+			if shape == benchcorpus.ShapeCodex || shape == benchcorpus.ShapeChat {
+				if unnamed > 0 || len(calls) < a.Copies {
+					t.Fatalf("%d tool calls without an id; %d distinct ids over %d copies", unnamed, len(calls), a.Copies)
+				}
 			}
 		})
 	}

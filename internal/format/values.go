@@ -413,6 +413,9 @@ func StripInlineData(raw json.RawMessage) json.RawMessage {
 	if jsonx.IsValid(raw) {
 		value := jsonx.SkipWS(raw, 0)
 		out, _ := appendStripped(make([]byte, 0, len(raw)), raw, value, nil)
+		if bytes.Equal(out, raw) {
+			return raw // already as it is written: StripExtra keeps its text
+		}
 		return out
 	}
 	// Not one value: what the decoder makes of it (the first value, when
@@ -470,25 +473,38 @@ func textMayHoldInlineData(s string) bool {
 func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 	switch b[i] {
 	case '{':
-		// Each member is written after out as it is read; then they are
-		// written again in order of name, over the first copies.
+		// Each member is written as it is read; when the names were not
+		// in order (or one repeats), the members are written again in
+		// order of name, over the first copies.
 		type member struct {
 			name, lit  []byte // the name decoded, and as written
-			start, end int    // its value's output
+			start, end int    // its output, name and value
 		}
 		var buf [16]member
 		ms := buf[:0]
 		start := len(out)
+		out = append(out, '{')
+		inOrder := true
 		for i = jsonx.SkipWS(b, i+1); b[i] != '}'; {
 			end, _ := jsonx.ScanString(b, i)
-			m := member{lit: b[i:end], start: len(out)}
+			m := member{lit: b[i:end]}
 			m.name, _ = decodedString(m.lit)
+			if len(ms) > 0 {
+				out = append(out, ',')
+				inOrder = inOrder && bytes.Compare(ms[len(ms)-1].name, m.name) < 0
+			}
+			m.start = len(out)
+			out = appendJSONString(out, m.name, m.lit)
+			out = append(out, ':')
 			out, i = appendStripped(out, b, jsonx.SkipWS(b, jsonx.SkipWS(b, end)+1), m.name) // past the colon
 			m.end = len(out)
 			ms = append(ms, m)
 			if i = jsonx.SkipWS(b, i); b[i] == ',' {
 				i = jsonx.SkipWS(b, i+1)
 			}
+		}
+		if inOrder {
+			return append(out, '}'), i + 1
 		}
 		// Sorted by name, a repeated name's members in document order: its
 		// last one is the value a map keeps.
@@ -502,8 +518,6 @@ func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 			if out[len(out)-1] != '{' {
 				out = append(out, ',')
 			}
-			out = appendJSONString(out, m.name, m.lit)
-			out = append(out, ':')
 			out = append(out, out[m.start:m.end]...)
 		}
 		out = append(out, '}')
@@ -566,6 +580,9 @@ func appendCanonicalLiteral(out, q []byte) ([]byte, bool) {
 	c := q[1 : len(q)-1]
 	if !utf8.Valid(c) || bytes.Contains(c, lineSeparator) || bytes.Contains(c, paragraphSeparator) {
 		return out, false
+	}
+	if bytes.IndexByte(c, '\\') < 0 { // written as it is, as the loop below would
+		return append(out, q...), true
 	}
 	start := len(out)
 	out = append(out, '"')

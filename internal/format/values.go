@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -494,7 +495,7 @@ func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 		// in order (or one repeats), the members are written again in
 		// order of name, over the first copies.
 		type member struct {
-			name, lit  []byte // the name decoded, and as written
+			name       []byte // decoded
 			start, end int    // its output, name and value
 		}
 		var buf [16]member
@@ -504,14 +505,14 @@ func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 		inOrder := true
 		for i = jsonx.SkipWS(b, i+1); b[i] != '}'; {
 			end, _ := jsonx.ScanString(b, i)
-			m := member{lit: b[i:end]}
-			m.name = decodedString(m.lit)
+			lit := b[i:end]
+			m := member{name: decodedString(lit)}
 			if len(ms) > 0 {
 				out = append(out, ',')
 				inOrder = inOrder && bytes.Compare(ms[len(ms)-1].name, m.name) < 0
 			}
 			m.start = len(out)
-			out = appendJSONString(out, m.name, m.lit)
+			out = appendJSONString(out, m.name, lit)
 			out = append(out, ':')
 			out, i = appendStripped(out, b, jsonx.SkipWS(b, jsonx.SkipWS(b, end)+1), m.name) // past the colon
 			m.end = len(out)
@@ -525,7 +526,12 @@ func appendStripped(out, b []byte, i int, key []byte) ([]byte, int) {
 		}
 		// Sorted by name, a repeated name's members in document order: its
 		// last one is the value a map keeps.
-		slices.SortStableFunc(ms, func(x, y member) int { return bytes.Compare(x.name, y.name) })
+		slices.SortFunc(ms, func(x, y member) int {
+			if c := bytes.Compare(x.name, y.name); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.start, y.start)
+		})
 		sorted := len(out)
 		out = append(out, '{')
 		for k, m := range ms {

@@ -178,7 +178,22 @@ func Time(raw json.RawMessage) (time.Time, bool) {
 	if t, ok := utcTime(raw); ok {
 		return t, true
 	}
+	if t, ok := zonelessTime(raw); ok {
+		return t, true
+	}
 	return timeOf(raw)
+}
+
+// zonelessTime is utcTime for the usual form without a zone, as OpenHands
+// writes it ("2025-10-30T03:50:30.915175": no zone means UTC): the same
+// text with a Z, which parses to the same time (FuzzUTCTime).
+func zonelessTime(raw []byte) (time.Time, bool) {
+	var buf [len(utcLayout) + 12]byte // room for nine digits of fraction, the Z and the quote
+	n := len(raw)
+	if n < len(utcLayout)+1 || n+1 > len(buf) || raw[n-1] != '"' || raw[n-2] < '0' || raw[n-2] > '9' {
+		return time.Time{}, false
+	}
+	return utcTime(append(append(buf[:0], raw[:n-1]...), 'Z', '"'))
 }
 
 func timeOf(raw json.RawMessage) (time.Time, bool) {
@@ -200,18 +215,13 @@ func timeOf(raw json.RawMessage) (time.Time, bool) {
 const utcLayout = `"0000-00-00T00:00:00`
 
 // utcTime parses a timestamp of the usual form (with a fraction of up to
-// nine digits, or none; zone Z, or none as OpenHands writes it, which
-// means UTC) in place, as ParseTimeString would: the string and its layout
-// tries were most of a timestamp's cost in the adapters' profiles. ok is
-// false for any other form, which Time reads the slow way.
+// nine digits, or none) in place, as ParseTimeString would: the string and
+// its layout tries were most of a timestamp's cost in the adapters'
+// profiles. ok is false for any other form, which Time reads the slow way.
 func utcTime(raw []byte) (t time.Time, ok bool) {
 	n := len(raw)
-	if n < len(utcLayout)+1 || raw[n-1] != '"' {
+	if n < len(utcLayout)+2 || raw[n-2] != 'Z' || raw[n-1] != '"' {
 		return t, false
-	}
-	end := n - 1 // of the fraction (a Z in the seconds fails the layout below)
-	if raw[n-2] == 'Z' {
-		end--
 	}
 	var f [7]int // f[1:] are year, month, day, hour, minute, second
 	field := 0
@@ -230,7 +240,7 @@ func utcTime(raw []byte) (t time.Time, ok bool) {
 		}
 	}
 	nsec := 0
-	if frac := raw[len(utcLayout):end]; len(frac) > 0 {
+	if frac := raw[len(utcLayout) : n-2]; len(frac) > 0 {
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
 			return t, false
 		}

@@ -191,6 +191,7 @@ func FuzzStripInlineData(f *testing.F) {
 		`{"k\u0061y":"data:` + long + `","data":"\ud800 lone","bad":"` + "\xff\xfe" + `"}`,
 		`{"data":"` + long + `"} trailing`, `{"data":`, `[{"data":"` + long + `"},{"data":1}]`, `"base64"`,
 		"{\"data\":\"\u2029" + long + "\"}", `{"a":{},"b":[],"c":[[]],"data":{}}`,
+		`{"data":{"a":1,"b":{"y":2,"x":"\u0041"}},"e":"ok"}`, `{"a":1,"a":2,"data":{"b":true}}`,
 	} {
 		f.Add([]byte(s))
 	}

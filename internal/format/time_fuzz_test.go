@@ -8,8 +8,9 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// FuzzUTCTime checks the in-place parser of the usual timestamp form
-// against the general path on the inputs it accepts.
+// FuzzUTCTime checks the in-place parsers of the usual timestamp form
+// (utcTime, and zonelessTime without a zone) against the general path on
+// the inputs they accept.
 func FuzzUTCTime(f *testing.F) {
 	for _, s := range []string{`"2026-02-23T11:41:32.787Z"`, `"2026-02-23T11:41:32Z"`, `"2024-02-29T23:59:59.123456789Z"`,
 		`"2023-02-29T00:00:00Z"`, `"0000-01-01T00:00:00Z"`, `"0001-01-01T00:00:00Z"`, `"2026-13-01T00:00:00Z"`,
@@ -20,13 +21,24 @@ func FuzzUTCTime(f *testing.F) {
 	if _, ok := utcTime([]byte(`"2026-02-23T11:41:32.787Z"`)); !ok {
 		f.Fatal("utcTime rejects the form Codex writes")
 	}
+	// zonelessTime: the form without a zone.
+	for _, s := range []string{`"2025-10-30T03:50:30.915175"`, `"2025-10-30T03:50:30"`, `"2025-10-30T03:50:30."`, `"2025-10-30T03:50:3Z"`,
+		`"2025-10-30T03:50:30.1234567890"`, `"2025-10-30T03:50:30.123456789"`, `"2025-10-30T03:50:30-0100"`, `"2025-10-30 03:50:30"`,
+		`"2024-02-29T23:59:60"`, `"2023-02-29T00:00:00"`, `"20251030"`} {
+		f.Add([]byte(s))
+	}
+	if _, ok := zonelessTime([]byte(`"2025-10-30T03:50:30.915175"`)); !ok {
+		f.Fatal("zonelessTime rejects the form OpenHands writes")
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := utcTime(raw)
-		if !ok {
-			return
-		}
-		if want, wantOK := timeOf(raw); !wantOK || !got.Equal(want) || !reflect.DeepEqual(model.Time(got), model.Time(want)) {
-			t.Fatalf("utcTime %v, the general path %v %v", got, want, wantOK)
+		for name, parse := range map[string]func([]byte) (time.Time, bool){"utcTime": utcTime, "zonelessTime": zonelessTime} {
+			got, ok := parse(raw)
+			if !ok {
+				continue
+			}
+			if want, wantOK := timeOf(raw); !wantOK || !got.Equal(want) || !reflect.DeepEqual(model.Time(got), model.Time(want)) {
+				t.Fatalf("%s %v, the general path %v %v", name, got, want, wantOK)
+			}
 		}
 	})
 }

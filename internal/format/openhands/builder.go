@@ -1,6 +1,7 @@
 package openhands
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -319,8 +320,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 	// text takes the first non-empty args member among keys, else message.
 	text := func(keys ...string) {
 		for _, k := range keys {
-			if v, ok := args[k]; ok && format.String(v) != "" {
-				t, kind, _ := format.Content(v)
+			if t, kind, ok := textContent(args[k]); ok {
 				st.MessageValue, st.MessageKind = model.StrAlways(t), kind
 				delete(args, k)
 				return
@@ -425,6 +425,16 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		st.Extra = format.MergeExtra(st.Extra, "usage_counted_on", mustJSON(countedOn))
 	}
 	b.sl.Steps = append(b.sl.Steps, st)
+}
+
+// textContent is format.Content of raw when raw has text (format.String
+// of it is not empty), decoded once: a string's content is its text.
+func textContent(raw jsonx.RawMessage) (text, kind string, ok bool) {
+	text, kind, ok = format.Content(raw)
+	if raw = bytes.TrimSpace(raw); ok && text == "" && raw[0] == '"' {
+		return "", "", false
+	}
+	return text, kind, ok
 }
 
 func mustJSON(v any) json.RawMessage {

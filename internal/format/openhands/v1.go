@@ -70,9 +70,9 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 	st := model.Step{StepID: id, Source: source(src), MessageKind: format.KindText, Timestamp: ts}
 	switch kind {
 	case "ActionEvent":
-		b.v1Action(&st, eventID, ev, at(i))
+		b.v1Action(&st, eventID, ev, i, at)
 	case "ObservationEvent", "AgentErrorEvent", "UserRejectObservation":
-		b.v1Observation(&st, kind, ev, at(i))
+		b.v1Observation(&st, kind, ev, i, at)
 	case "MessageEvent":
 		msg := format.SplitObject(ev["llm_message"])
 		st.MessageValue, st.MessageKind = format.ContentText(msg["content"])
@@ -105,7 +105,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 	if source(src) == st.Source || st.Source == model.SourceTool && src == "environment" {
 		delete(ev, "source") // implied by the step source
 	}
-	ev["kind"] = mustJSON(kind)
+	ev["kind"] = jsonx.AppendQuoted(nil, kind) // as mustJSON writes it, without the encoder
 	st.Extra = format.StripExtra(extra(ev))
 	b.sl.Steps = append(b.sl.Steps, st)
 }
@@ -113,7 +113,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 // v1Action maps an ActionEvent: its thought is the step text and its
 // tool_call the call (id, name, the model's arguments); the parsed action
 // that ran goes to the call's extra.
-func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.RawMessage, ptr []any) {
+func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.RawMessage, i int, at func(int, ...any) []any) {
 	st.MessageValue, st.MessageKind = format.ContentText(ev["thought"])
 	if st.MessageValue != nil && *st.MessageValue == "" {
 		st.MessageValue = nil
@@ -131,7 +131,7 @@ func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.R
 	}
 	if tc.ToolCallID == "" {
 		tc.ToolCallID = "oh-" + st.StepID
-		b.warn("action has no tool_call_id", append(ptr, "tool_call_id")...)
+		b.warn("action has no tool_call_id", at(i, "tool_call_id")...)
 	}
 	if raw, ok := call["arguments"]; ok {
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(raw)
@@ -164,7 +164,7 @@ func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.R
 // v1Observation links a result to its call, by tool_call_id, else by
 // action_id. One whose action is not in the file keeps its result as a
 // call of its own (result_link orphan), with a warning.
-func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx.RawMessage, ptr []any) {
+func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx.RawMessage, i int, at func(int, ...any) []any) {
 	st.Source = model.SourceTool
 	status := model.ResultOK
 	switch kind {
@@ -210,7 +210,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 	if callID == "" {
 		what = "action " + strconv.Quote(actionID)
 	}
-	b.warn("observation answers "+what+", whose action is not in the file; its result is kept as an orphan call", ptr...)
+	b.warn("observation answers "+what+", whose action is not in the file; its result is kept as an orphan call", at(i)...)
 	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: format.String(ev["tool_name"]),
 		Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
 	if tc.ToolCallID == "" {

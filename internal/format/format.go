@@ -45,6 +45,10 @@ type Source struct {
 	// document read whole is read into one buffer of that size and counted
 	// against its budget before it is read (ReadWhole).
 	Size int64
+	// Valid: the reader holds exactly the bytes detection validated as one
+	// JSON object (Probe.Valid), so a document adapter need not validate
+	// them again.
+	Valid bool
 	// Parts: the receiver accepts a run in parts (model.Storyline.More),
 	// so an adapter whose runs end only with their file (a Claude Code
 	// session) emits each run's finished rows as it goes instead of holding

@@ -16,7 +16,7 @@ import (
 // FuzzProbe: building a probe over any prefix must not panic, and every
 // complete value it reports must be valid JSON.
 func FuzzProbe(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, "{\"a\":1}\n{\"b\":[1,2", `[{"messages":[{"role":"user"}]}]`, `{"x":"\u00e9\"`, "\xef\xbb\xbf{}", `[`, `{"a":{"b":`,
+	for _, s := range []string{`{"a":1}`, "{\"a\":1}\n{\"b\":[1,2", `[{"messages":[{"role":"user"}]}]`, `{"x":"\u00e9\"`, "\xef\xbb\xbf{}", `[`, `{"a":{"b":`, "{\n \"a\": [1,\n 2]\n}\n", `{"a":1,}`, "{\"a\":1} x",
 		"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x06\x00\x00\x00a.json{}"} {
 		f.Add([]byte(s), false)
 	}
@@ -34,6 +34,14 @@ func FuzzProbe(f *testing.F) {
 				o.FirstElem(k)
 				o.Str(k)
 			}
+		}
+		// Valid lets a document adapter skip its own validation: it must
+		// hold exactly when that validation would pass on a whole object.
+		doc := NewProbe("f.json", data, truncated)
+		body := bytes.Trim(doc.Prefix, " \t\r\n") // JSON's spaces only: "\f{}" is not a document
+		want := !truncated && len(body) > 0 && body[0] == '{' && jsonx.Valid(body)
+		if doc.Valid != want {
+			t.Fatalf("Valid %v for %q (truncated %v), want %v", doc.Valid, data, truncated, want)
 		}
 	})
 }

@@ -42,6 +42,10 @@ type Probe struct {
 	BOM       bool
 	Truncated bool // the file is longer than Prefix
 	Shape     Shape
+	// Valid: the file is one JSON object, validated whole while it was
+	// probed (ShapeObject, not Truncated), so an adapter given the same
+	// bytes need not validate them again (Source.Valid).
+	Valid bool
 	// First is the document (ShapeObject), the first element (ShapeArray)
 	// or the first non-blank line (ShapeLines). Second is the next element
 	// or line when the prefix holds it. Either may be nil.
@@ -100,7 +104,7 @@ func (o *Obj) Sub(k string) *Obj {
 	if !ok {
 		return nil
 	}
-	sub, _ := scanObject(raw)
+	sub, _, _ := scanObject(raw)
 	return sub
 }
 
@@ -117,7 +121,7 @@ func (o *Obj) FirstElem(k string) *Obj {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil
 	}
-	elem, _ := scanObject(bytes.TrimLeft(raw[1:], " \t\r\n"))
+	elem, _, _ := scanObject(bytes.TrimLeft(raw[1:], " \t\r\n"))
 	return elem
 }
 
@@ -205,7 +209,7 @@ func (p *Probe) analyze() {
 	}
 	switch data[0] {
 	case '{':
-		first, rest := scanObject(data)
+		first, rest, valid := scanObject(data)
 		p.First = first
 		if first == nil {
 			p.Note = "starts with '{' but is not a JSON object"
@@ -220,11 +224,12 @@ func (p *Probe) analyze() {
 			p.Shape = ShapeObject
 		case len(rest) > 0 && rest[0] == '{':
 			p.Shape = ShapeLines
-			p.Second, _ = scanObject(rest)
+			p.Second, _, _ = scanObject(rest)
 		case len(rest) == 0 && p.LinesHint():
 			p.Shape = ShapeLines
 		case len(rest) == 0:
 			p.Shape = ShapeObject
+			p.Valid = valid && !p.Truncated
 		default:
 			p.Shape = ShapeUnknown
 			p.Note = "unexpected data after the first JSON object"
@@ -234,10 +239,10 @@ func (p *Probe) analyze() {
 		elems := bytes.TrimLeft(data[1:], " \t\r\n")
 		if len(elems) > 0 && elems[0] == '{' {
 			var rest []byte
-			p.First, rest = scanObject(elems)
+			p.First, rest, _ = scanObject(elems)
 			rest = bytes.TrimLeft(rest, " \t\r\n")
 			if len(rest) > 0 && rest[0] == ',' {
-				p.Second, _ = scanObject(bytes.TrimLeft(rest[1:], " \t\r\n"))
+				p.Second, _, _ = scanObject(bytes.TrimLeft(rest[1:], " \t\r\n"))
 			}
 		}
 	default:
@@ -246,37 +251,38 @@ func (p *Probe) analyze() {
 }
 
 // scanObject reads the object at the start of data as far as the data goes.
-// It returns nil when data does not start with a JSON object, and the bytes
-// after the object when it was complete.
-func scanObject(data []byte) (*Obj, []byte) {
+// It returns nil when data does not start with a JSON object, the bytes
+// after the object when it was complete, and whether the object was
+// validated whole.
+func scanObject(data []byte) (*Obj, []byte, bool) {
 	if len(data) == 0 || data[0] != '{' {
-		return nil, nil
+		return nil, nil, false
 	}
 	if obj, rest, ok := scanCompleteLine(data); ok {
-		return obj, rest
+		return obj, rest, true
 	}
 	if obj, rest, ok := scanComplete(data); ok {
-		return obj, rest
+		return obj, rest, true
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	obj := &Obj{Values: map[string]json.RawMessage{}}
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			obj.Truncated = true
-			return obj, nil
+			return obj, nil, false
 		}
 		if d, ok := tok.(json.Delim); ok && d == '}' {
-			return obj, data[dec.InputOffset():]
+			return obj, data[dec.InputOffset():], false
 		}
 		key, ok := tok.(string)
 		if !ok {
 			obj.Truncated = true
-			return obj, nil
+			return obj, nil, false
 		}
 		obj.Keys = append(obj.Keys, key)
 		start := dec.InputOffset()
@@ -287,7 +293,7 @@ func scanObject(data []byte) (*Obj, []byte) {
 				// Keep the partial value: Sub/FirstElem can still look inside it.
 				obj.Values[key] = partialValue(data[start:])
 			}
-			return obj, nil
+			return obj, nil, false
 		}
 		obj.Values[key] = raw
 	}

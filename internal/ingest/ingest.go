@@ -217,6 +217,7 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	p := format.NewProbe(src.Path, data[:n], false)
+	src.Valid = p.Valid // the adapter reads p.Prefix itself
 	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), int64(len(p.Prefix)), src, opts, emit)
 }
 

@@ -26,7 +26,7 @@ func normalizeDocument(ctx context.Context, r io.Reader, src format.Source, emit
 		return err
 	}
 	defer release()
-	m, ok := object(nil), jsonx.Valid(data)
+	m, ok := object(nil), src.Valid || jsonx.Valid(data) // src.Valid: detection validated these bytes
 	if ok {
 		m, ok = objectOf(data)
 	}

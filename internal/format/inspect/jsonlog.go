@@ -74,7 +74,7 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 			if err != nil {
 				return fail(err)
 			}
-			raw, ok := validJSON(raw)
+			raw, ok := checkedJSON(src, raw)
 			if !ok {
 				return located(src, raw, &start, format.Pointer(key), "inspect log member")
 			}
@@ -141,7 +141,7 @@ func readSamples(ctx context.Context, sc *docScanner, src format.Source, h heade
 		if err != nil {
 			return scanError(src, sc, err, format.Pointer("samples", i))
 		}
-		data, ok := validJSON(buf)
+		data, ok := checkedJSON(src, buf)
 		if !ok {
 			return located(src, buf, &start, format.Pointer("samples", i), "inspect sample")
 		}
@@ -182,6 +182,15 @@ func located(src format.Source, data []byte, at *docScanner, pointer, what strin
 	}
 	pe.Pointer = pointer
 	return pe
+}
+
+// checkedJSON is validJSON for a value of the log, which needs no check
+// when detection validated the whole log (format.Source.Valid).
+func checkedJSON(src format.Source, data []byte) ([]byte, bool) {
+	if src.Valid {
+		return data, true
+	}
+	return validJSON(data)
 }
 
 // validJSON returns data when it is valid JSON, else the same with

@@ -21,10 +21,16 @@ import (
 // row groups whose min/max session_id can match, so groups must be small
 // enough that one is a small fraction of a large store, yet large enough to
 // keep footers small and scans efficient.
+//
+// Temporary files (a query's scratch relations, which the normalization
+// cache keeps, and an import's spill runs) cut smaller groups: a group is
+// buffered whole until it is flushed, while the rows' producer holds memory
+// of its own, and 16 MB groups were a sixth of a first query's peak RSS.
 const (
-	groupRows  = 64 << 10
-	groupBytes = 16 << 20 // estimated uncompressed bytes
-	batchRows  = 1024
+	groupRows      = 64 << 10
+	groupBytes     = 16 << 20 // estimated uncompressed bytes
+	tempGroupBytes = 4 << 20
+	batchRows      = 1024
 )
 
 // row is the set of model row types a generation stores.
@@ -50,6 +56,7 @@ type tableWriter[T row] struct {
 	batch     []T
 	groupRows int64
 	groupSize int64
+	groupMax  int64 // groupBytes, or tempGroupBytes for a file that is not durable
 	durable   bool // published file: fsync and expose failure points
 	info      TableInfo
 }
@@ -60,12 +67,16 @@ func newTableWriter[T row](path string, codec compress.Codec, size func(*T) int6
 		return nil, err
 	}
 	w := parquet.NewGenericWriter[T](f, parquet.Compression(codec), parquet.CreatedBy("pchronicle", "", ""))
-	return &tableWriter[T]{f: f, w: w, size: size, durable: durable, batch: make([]T, 0, batchRows)}, nil
+	groupMax := int64(groupBytes)
+	if !durable {
+		groupMax = tempGroupBytes
+	}
+	return &tableWriter[T]{f: f, w: w, size: size, durable: durable, groupMax: groupMax, batch: make([]T, 0, batchRows)}, nil
 }
 
 func (t *tableWriter[T]) write(r *T) error {
 	sz := t.size(r)
-	if t.groupRows > 0 && (t.groupRows >= groupRows || t.groupSize+sz > groupBytes) {
+	if t.groupRows > 0 && (t.groupRows >= groupRows || t.groupSize+sz > t.groupMax) {
 		if err := t.flushGroup(); err != nil {
 			return err
 		}

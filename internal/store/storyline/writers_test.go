@@ -323,3 +323,40 @@ func TestRunInPartsIsOneRun(t *testing.T) {
 	}
 	check("scratch", sc.Path)
 }
+
+// TestScratchCutsSmallerGroups: a query's scratch files buffer at most
+// tempGroupBytes of rows before writing a row group, where a published
+// generation keeps groupBytes (fewer, larger groups for its lookups).
+func TestScratchCutsSmallerGroups(t *testing.T) {
+	sl := genStoryline("f.jsonl", "s", 12)
+	text := strings.Repeat("x", 1<<20) // 12 steps of 1 MiB: 12 MiB of rows
+	for i := range sl.Steps {
+		sl.Steps[i].MessageValue = model.Str(text)
+	}
+	db := openDuck(t)
+	groups := func(path string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow("SELECT count(DISTINCT row_group_id) FROM parquet_metadata(?)", path).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	sc, err := NewScratch(t.TempDir(), model.RelSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Add(sl); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g := writeGeneration(t, newStore(t), sl)
+	if got, want := groups(sc.Path(model.RelSteps)), 12/(tempGroupBytes>>20); got < want {
+		t.Errorf("scratch steps in %d row groups, want at least %d (at most %d bytes each)", got, want, tempGroupBytes)
+	}
+	if got := groups(g.Path(model.RelSteps)); got != 1 {
+		t.Errorf("published steps in %d row groups, want 1 (up to %d bytes)", got, groupBytes)
+	}
+}

@@ -57,7 +57,7 @@ type tableWriter[T row] struct {
 	groupRows int64
 	groupSize int64
 	groupMax  int64 // groupBytes, or tempGroupBytes for a file that is not durable
-	durable   bool // published file: fsync and expose failure points
+	durable   bool  // published file: fsync and expose failure points
 	info      TableInfo
 }
 

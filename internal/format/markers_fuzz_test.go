@@ -1,6 +1,20 @@
 package format
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
+
+// eachMarkerSearch is the rule textMayHoldInlineData implements, one search
+// per marker.
+func eachMarkerSearch(s string) bool {
+	for _, m := range []string{"base64", `"data"`, `"file_data"`, `"b64_json"`} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
 
 // FuzzInlineDataMarkers: the two searches of textMayHoldInlineData find
 // what the search for each marker finds.
@@ -10,7 +24,7 @@ func FuzzInlineDataMarkers(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := textMayHoldInlineData(s), mayHoldInlineData([]byte(s)); got != want {
+		if got, want := textMayHoldInlineData(s), eachMarkerSearch(s); got != want {
 			t.Fatalf("textMayHoldInlineData(%q) = %v, each marker's search %v", s, got, want)
 		}
 	})

@@ -369,7 +369,7 @@ func (s *Source) scratch(rels []string, fill func(add func(*model.Storyline) err
 	if err != nil {
 		return nil, err
 	}
-	w, err := storyline.NewScratch(dir, rels...)
+	w, err := storyline.NewScratch(dir, 1, rels...)
 	if err != nil {
 		return nil, err
 	}

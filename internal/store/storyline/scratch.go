@@ -23,8 +23,10 @@ type Scratch struct {
 }
 
 // NewScratch creates the files of rels (all three relations when none are
-// given) in dir, which must exist.
-func NewScratch(dir string, rels ...string) (*Scratch, error) {
+// given) in dir, which must exist. Scratch sets written at the same time
+// share the memory of their buffered row groups: concurrent says how many
+// there are (1: this one alone), and each cuts groups that much smaller.
+func NewScratch(dir string, concurrent int, rels ...string) (*Scratch, error) {
 	s := &Scratch{dir: dir}
 	want := func(rel string) bool { return len(rels) == 0 || slices.Contains(rels, rel) }
 	var err error
@@ -40,6 +42,16 @@ func NewScratch(dir string, rels ...string) (*Scratch, error) {
 	if err != nil {
 		s.Abort()
 		return nil, err
+	}
+	share := max(tempGroupBytes/int64(max(concurrent, 1)), minTempGroupBytes)
+	if s.runs != nil {
+		s.runs.groupMax = share
+	}
+	if s.steps != nil {
+		s.steps.groupMax = share
+	}
+	if s.calls != nil {
+		s.calls.groupMax = share
 	}
 	return s, nil
 }

@@ -26,11 +26,14 @@ import (
 // cache keeps, and an import's spill runs) cut smaller groups: a group is
 // buffered whole until it is flushed, while the rows' producer holds memory
 // of its own, and 16 MB groups were a sixth of a first query's peak RSS.
+// Scratch sets written at the same time split tempGroupBytes between them,
+// down to minTempGroupBytes.
 const (
-	groupRows      = 64 << 10
-	groupBytes     = 16 << 20 // estimated uncompressed bytes
-	tempGroupBytes = 4 << 20
-	batchRows      = 1024
+	groupRows         = 64 << 10
+	groupBytes        = 16 << 20 // estimated uncompressed bytes
+	tempGroupBytes    = 4 << 20
+	minTempGroupBytes = 1 << 20
+	batchRows         = 1024
 )
 
 // row is the set of model row types a generation stores.

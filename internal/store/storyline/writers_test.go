@@ -309,7 +309,7 @@ func TestRunInPartsIsOneRun(t *testing.T) {
 	g := writeGeneration(t, newStore(t), parts...)
 	check("generation", g.Path)
 
-	sc, err := NewScratch(t.TempDir())
+	sc, err := NewScratch(t.TempDir(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,9 @@ func TestRunInPartsIsOneRun(t *testing.T) {
 }
 
 // TestScratchCutsSmallerGroups: a query's scratch files buffer at most
-// tempGroupBytes of rows before writing a row group, where a published
-// generation keeps groupBytes (fewer, larger groups for its lookups).
+// tempGroupBytes of rows before writing a row group (split between the
+// scratch sets written at once), where a published generation keeps
+// groupBytes (fewer, larger groups for its lookups).
 func TestScratchCutsSmallerGroups(t *testing.T) {
 	sl := genStoryline("f.jsonl", "s", 12)
 	text := strings.Repeat("x", 1<<20) // 12 steps of 1 MiB: 12 MiB of rows
@@ -342,19 +343,26 @@ func TestScratchCutsSmallerGroups(t *testing.T) {
 		}
 		return n
 	}
-	sc, err := NewScratch(t.TempDir(), model.RelSteps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Add(sl); err != nil {
-		t.Fatal(err)
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
+	var paths []string // of one scratch set alone, then of one of four written at once
+	for _, concurrent := range []int{1, 4} {
+		sc, err := NewScratch(t.TempDir(), concurrent, model.RelSteps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Add(sl); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, sc.Path(model.RelSteps))
 	}
 	g := writeGeneration(t, newStore(t), sl)
-	if got, want := groups(sc.Path(model.RelSteps)), 12/(tempGroupBytes>>20); got < want {
+	if got, want := groups(paths[0]), 12/(tempGroupBytes>>20); got < want {
 		t.Errorf("scratch steps in %d row groups, want at least %d (at most %d bytes each)", got, want, tempGroupBytes)
+	}
+	if got, want := groups(paths[1]), 12/(tempGroupBytes/4>>20); got < want {
+		t.Errorf("steps of one of four scratch sets in %d row groups, want at least %d (at most %d bytes each)", got, want, tempGroupBytes/4)
 	}
 	if got := groups(g.Path(model.RelSteps)); got != 1 {
 		t.Errorf("published steps in %d row groups, want 1 (up to %d bytes)", got, groupBytes)

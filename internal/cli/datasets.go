@@ -13,7 +13,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/engine"
-	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 // datasetFlags are the flags every command that opens Datasets shares:
@@ -156,21 +155,20 @@ func addDatasetFlags(cmd *cobra.Command) *datasetFlags {
 // openEngine builds the Snapshot for a command and a query engine over it;
 // close releases both.
 func (d *datasetFlags) openEngine(ctx context.Context, positional string) (*catalog.Snapshot, *engine.Engine, func(), error) {
-	// The parser's instance and the first query's worker start while the
-	// Snapshot is discovered: their DuckDB opens are most of a short query's
-	// time.
+	// The first query's worker starts while the Snapshot is discovered: its
+	// DuckDB open is most of a short query's time. The engine has no parser
+	// of its own: it parses on that worker's instance, so the command's own
+	// process never opens DuckDB.
 	opts, err := d.catalogOptions()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	parser := query.StartParser()
 	worker := engine.StartWorker(engine.LimitsFrom(opts))
 	snap, isPositional, err := d.build(ctx, opts, positional)
 	if err != nil {
 		worker.Close()
-		parser.Close()
 		return nil, nil, nil, err
 	}
-	eng := engine.New(snap, parser, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options), Worker: worker})
-	return snap, eng, func() { eng.Close(); parser.Close(); snap.Close() }, nil
+	eng := engine.New(snap, nil, engine.Config{Positional: isPositional, Limits: engine.LimitsFrom(snap.Options), Worker: worker})
+	return snap, eng, func() { eng.Close(); snap.Close() }, nil
 }

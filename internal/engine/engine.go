@@ -9,6 +9,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -71,8 +72,10 @@ type Config struct {
 	Worker *Worker
 }
 
-// New returns an engine over snap. parser may be shared between engines.
-// It starts preparing an instance in the background but resolves nothing.
+// New returns an engine over snap. parser may be shared between engines;
+// with none, each query's SQL is parsed on the DuckDB instance that runs it
+// (Stream), which suits a one-shot command. It starts preparing an instance
+// in the background but resolves nothing.
 func New(snap *catalog.Snapshot, parser *query.Parser, cfg Config) *Engine {
 	e := &Engine{snap: snap, parser: parser, cfg: cfg, worker: cfg.Worker, readable: snap.ReadableDirs(), analyses: map[string]*query.Analysis{}, plans: map[*query.Analysis]*plan{}}
 	e.prepare(nil) // the first query's instance starts while it is analyzed and resolved
@@ -88,15 +91,16 @@ func (e *Engine) Limits() Limits { return e.cfg.Limits }
 // Analyze validates sqlText for this engine's Datasets, as a query would,
 // reusing the analysis of an identical text.
 func (e *Engine) Analyze(ctx context.Context, sqlText string) (*query.Analysis, error) {
-	return e.analyze(ctx, sqlText)
+	return e.analyze(ctx, nil, sqlText)
 }
 
 // maxCachedAnalyses bounds Engine.analyses (it is emptied when full).
 const maxCachedAnalyses = 256
 
 // analyze validates sqlText (see query.Parser.Analyze), reusing the
-// analysis of an identical text.
-func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, error) {
+// analysis of an identical text. An engine without a parser parses on inst,
+// the query's instance, or else on an instance it then hands back.
+func (e *Engine) analyze(ctx context.Context, inst *instance, sqlText string) (*query.Analysis, error) {
 	e.mu.Lock()
 	an := e.analyses[sqlText]
 	e.mu.Unlock()
@@ -107,7 +111,21 @@ func (e *Engine) analyze(ctx context.Context, sqlText string) (*query.Analysis, 
 	for i, d := range e.snap.Datasets {
 		aliases[i] = d.Mount.Alias
 	}
-	an, err := e.parser.Analyze(ctx, sqlText, query.AnalyzeOptions{Datasets: aliases, Default: e.cfg.Positional})
+	opts := query.AnalyzeOptions{Datasets: aliases, Default: e.cfg.Positional}
+	var err error
+	switch {
+	case e.parser != nil:
+		an, err = e.parser.Analyze(ctx, sqlText, opts)
+	case inst != nil:
+		an, err = query.AnalyzeOn(ctx, inst.conn, sqlText, opts)
+	default:
+		if inst, err = e.fresh(ctx, nil, e.cfg.Limits); err != nil {
+			return nil, err
+		}
+		an, err = query.AnalyzeOn(ctx, inst.conn, sqlText, opts)
+		var rejected *query.ValidationError
+		e.release(inst, err == nil || errors.As(err, &rejected)) // parsing changed nothing
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +169,7 @@ func (e *Engine) Recent() []string {
 func (e *Engine) Warm(ctx context.Context, texts []string) {
 	var last *plan
 	for _, t := range texts {
-		an, err := e.analyze(ctx, t)
+		an, err := e.analyze(ctx, nil, t)
 		if err != nil {
 			continue
 		}

@@ -306,7 +306,7 @@ func TestInstanceReadsOnlyPinnedData(t *testing.T) {
 	_, e := open(t, root, catalog.DefaultOptions())
 	ctx := context.Background()
 	mustQuery(t, e, "SELECT count(*) FROM steps") // the spare now holds these views
-	an, err := e.analyze(ctx, "SELECT count(*) FROM steps")
+	an, err := e.analyze(ctx, nil, "SELECT count(*) FROM steps")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestWarmPreparesThePredecessorsQueries(t *testing.T) {
 	if resolved == 0 {
 		t.Fatal("warming resolved no source")
 	}
-	an, err := e.analyze(context.Background(), count)
+	an, err := e.analyze(context.Background(), nil, count)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,13 @@ import (
 // views and metadata rows that every query sets for itself. An instance
 // that saw an error, or served maxUses queries, is closed instead.
 type instance struct {
-	db     *sql.DB
-	conn   *sql.Conn
-	spill  string
-	views  map[relKey]string // the body of every row relation's view
+	db    *sql.DB
+	conn  *sql.Conn
+	spill string
+	views map[relKey]string // the body of every row relation's view
+	// schema are set-up statements not run yet: the Dataset schemas of an
+	// instance a query parses its SQL on before it makes them (newInstance).
+	schema []string
 	limits Limits
 	uses   int
 }
@@ -60,7 +63,10 @@ func (e *Engine) abandon(p *pending) {
 
 // newInstance opens and prepares an instance with the given limits whose
 // row relations are views with the given bodies (an empty typed scan where
-// views has none).
+// views has none). The sandbox comes first and is locked before anything
+// else, so that the instance's parser may take user SQL while the schemas
+// are still to be made: an engine without a parser of its own leaves them
+// to the query that parses on it (inst.schema, Engine.Stream).
 func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limits Limits) (*instance, error) {
 	db, conn, err := e.connect(ctx, limits)
 	if err != nil {
@@ -68,25 +74,36 @@ func (e *Engine) newInstance(ctx context.Context, views map[relKey]string, limit
 	}
 	inst := &instance{db: db, conn: conn, spill: e.snap.SpillDir(), views: map[relKey]string{}, limits: limits}
 	setup := limits.instanceSettings(inst.spill)
+	setup = append(setup, accessSettings(inst.spill, e.readable)...)
+	setup = append(setup, lockConfiguration)
+	var schema []string
 	for _, d := range e.snap.Datasets {
 		for _, rel := range rowRelations {
 			k := relKey{d.Mount.Alias, rel}
 			inst.views[k] = cmp.Or(views[k], emptyScan(rel))
 		}
-		setup = append(setup, schemaDDL(d.Mount.Alias, inst.views)...)
+		schema = append(schema, schemaDDL(d.Mount.Alias, inst.views)...)
 	}
 	if e.cfg.Positional {
-		setup = append(setup, "USE "+Ident(catalog.DefaultAlias))
+		schema = append(schema, "USE "+Ident(catalog.DefaultAlias))
 	}
-	// Locking comes last but before the query's own statements: those only
-	// create views and fill tables, which a locked configuration allows.
-	setup = append(setup, accessSettings(inst.spill, e.readable)...)
-	setup = append(setup, lockConfiguration)
+	if e.parser != nil {
+		setup = append(setup, schema...)
+	} else {
+		inst.schema = schema
+	}
 	if err := inst.exec(ctx, setup); err != nil {
 		inst.close()
 		return nil, err
 	}
 	return inst, nil
+}
+
+// finish runs the set-up statements the instance still has to run.
+func (inst *instance) finish(ctx context.Context) error {
+	stmts := inst.schema
+	inst.schema = nil
+	return inst.exec(ctx, stmts)
 }
 
 // connect returns a worker's connection with the given limits: the one

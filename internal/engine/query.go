@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -111,55 +112,86 @@ type Rows struct {
 
 // Stream runs one read-only statement and returns its rows unread. The
 // caller must Close them.
+//
+// An engine without a parser of its own parses the SQL on the instance that
+// will run it, which its preparation locked down first (newInstance), and
+// makes the instance's schemas while the query's sources resolve: a
+// one-shot command then opens one DuckDB, not two.
 func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) (_ *Rows, err error) {
 	limits, opts := e.effective(opts)
 	var cancel context.CancelFunc = func() {}
 	if opts.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 	}
+	release := func() {} // the Gate slot
+	var inst *instance
 	defer func() {
 		if err != nil {
+			if inst != nil {
+				e.release(inst, false)
+			}
+			release()
 			err = stopped(ctx, err, limits)
 			cancel()
 		}
 	}()
-	an, err := e.analyze(ctx, sqlText)
+	take := func(views map[relKey]string) error { // the Gate slot, then an instance
+		slot, err := e.cfg.Gate.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		release = slot
+		inst, err = e.fresh(ctx, views, limits)
+		return err
+	}
+	if e.parser == nil {
+		if err = take(nil); err != nil {
+			return nil, err
+		}
+	}
+	an, err := e.analyze(ctx, inst, sqlText)
 	if err != nil {
 		return nil, err
 	}
+	var made chan error // the instance's schemas, made while the plan resolves
+	if inst != nil && inst.schema != nil {
+		made = make(chan error, 1)
+		go func() { made <- inst.finish(ctx) }()
+	}
 	plan, err := e.planFor(ctx, an, opts.Restrict)
+	if made != nil {
+		err = cmp.Or(err, <-made)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if opts.Restrict == nil {
 		e.remember(sqlText)
 	}
-	release, err := e.cfg.Gate.acquire(ctx)
-	if err != nil {
-		return nil, err
+	if inst == nil {
+		if err = take(plan.views); err != nil {
+			return nil, err
+		}
 	}
-	inst, err := e.open(ctx, plan, limits)
-	if err != nil {
-		release()
+	if err = e.point(ctx, inst, plan); err != nil {
 		return nil, err
 	}
 	sqlRows, err := inst.conn.QueryContext(ctx, sqlText)
-	if err == nil {
-		var cols []*sql.ColumnType
-		if cols, err = sqlRows.ColumnTypes(); err == nil {
-			r := &Rows{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
-				limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
-			for _, c := range cols {
-				r.Columns = append(r.Columns, c.Name())
-				r.Types = append(r.Types, c.DatabaseTypeName())
-			}
-			return r, nil
-		}
-		sqlRows.Close()
+	if err != nil {
+		return nil, err
 	}
-	e.release(inst, false)
-	release()
-	return nil, err
+	cols, err := sqlRows.ColumnTypes()
+	if err != nil {
+		sqlRows.Close()
+		return nil, err
+	}
+	r := &Rows{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
+		limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
+	for _, c := range cols {
+		r.Columns = append(r.Columns, c.Name())
+		r.Types = append(r.Types, c.DatabaseTypeName())
+	}
+	return r, nil
 }
 
 // stopped says that a query ended because its context did (the timeout or

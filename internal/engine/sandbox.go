@@ -16,12 +16,24 @@ import (
 // the query's resolved sources, and its configuration is locked. This is
 // the second wall behind SQL validation.
 func (e *Engine) open(ctx context.Context, p *plan, limits Limits) (*instance, error) {
-	views := p.views
-	inst, err := e.fresh(ctx, views, limits)
+	inst, err := e.fresh(ctx, p.views, limits)
 	if err != nil {
 		return nil, err
 	}
-	var setup []string
+	if err := e.point(ctx, inst, p); err != nil {
+		e.release(inst, false)
+		return nil, err
+	}
+	return inst, nil
+}
+
+// point finishes an instance's set-up for a plan: the schemas it has not
+// made yet, then every view that differs and the metadata tables the query
+// reads.
+func (e *Engine) point(ctx context.Context, inst *instance, p *plan) error {
+	setup := inst.schema
+	inst.schema = nil
+	views := p.views
 	for _, k := range sortedRelKeys(views) {
 		if inst.views[k] != views[k] {
 			setup = append(setup, viewDDL(k, views[k]))
@@ -31,11 +43,7 @@ func (e *Engine) open(ctx context.Context, p *plan, limits Limits) (*instance, e
 	for _, d := range e.snap.Datasets {
 		setup = append(setup, e.metadataDDL(d, p)...)
 	}
-	if err := inst.exec(ctx, setup); err != nil {
-		e.release(inst, false)
-		return nil, err
-	}
-	return inst, nil
+	return inst.exec(ctx, setup)
 }
 
 // schemaDDL creates one Dataset's schema with its six relations and their

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/query"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -33,19 +34,28 @@ import (
 //	SQL ...                     containing SUBSTRING (and at most 4 KiB long)
 //
 // A blank line ends a record. A regression file is named after what broke.
+//
+// Every file runs on an engine with a shared parser (a server's) and on one
+// that parses each query on its own instance (a one-shot command's): the
+// two must accept, reject and answer alike.
 func TestSQLFiles(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "sql", "*.sqltest"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no SQL test files: %v", err)
 	}
 	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".sqltest"), func(t *testing.T) {
-			f := parseSQLFile(t, path)
-			e := f.engine(t)
-			for _, r := range f.records {
-				r.run(t, e)
-			}
-		})
+		for _, p := range []struct {
+			name   string
+			parser *query.Parser
+		}{{"shared-parser", parser}, {"parse-on-instance", nil}} {
+			t.Run(strings.TrimSuffix(filepath.Base(path), ".sqltest")+"/"+p.name, func(t *testing.T) {
+				f := parseSQLFile(t, path)
+				e := f.engine(t, p.parser)
+				for _, r := range f.records {
+					r.run(t, e)
+				}
+			})
+		}
 	}
 }
 
@@ -150,7 +160,7 @@ func parseSQLFile(t *testing.T, path string) *sqlFile {
 }
 
 // engine builds the file's Snapshot and an engine over it.
-func (f *sqlFile) engine(t *testing.T) *Engine {
+func (f *sqlFile) engine(t *testing.T, parser *query.Parser) *Engine {
 	t.Helper()
 	opts := catalog.DefaultOptions()
 	for _, o := range f.options {

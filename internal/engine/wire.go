@@ -45,6 +45,9 @@ type workerOpen struct {
 
 type workerStatement struct {
 	SQL string `json:"sql"`
+	// Args are a query's arguments: only strings, which is all the engine
+	// binds (the SQL text it parses, query.AnalyzeOn).
+	Args []string `json:"args,omitempty"`
 }
 
 // workerCancel names the query to stop by its number: queries are numbered

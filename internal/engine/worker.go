@@ -141,16 +141,21 @@ func (w *worker) ExecContext(ctx context.Context, query string, args []driver.Na
 	return driver.ResultNoRows, nil
 }
 
-// QueryContext runs one statement without arguments and returns its rows,
-// which stream from the worker as they are read.
+// QueryContext runs one statement, with string arguments only, and returns
+// its rows, which stream from the worker as they are read.
 func (w *worker) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if len(args) > 0 {
-		return nil, errors.New("query workers take no statement arguments")
+	stmt := workerStatement{SQL: query}
+	for _, a := range args {
+		s, ok := a.Value.(string)
+		if !ok {
+			return nil, fmt.Errorf("query workers take only string arguments, not %T", a.Value)
+		}
+		stmt.Args = append(stmt.Args, s)
 	}
 	w.queries++
 	r := &workerRows{w: w, query: w.queries, ended: make(chan struct{})}
 	r.stop = context.AfterFunc(ctx, r.interrupt)
-	if err := w.send(frameQuery, workerStatement{SQL: query}); err != nil {
+	if err := w.send(frameQuery, stmt); err != nil {
 		return nil, r.end(err)
 	}
 	kind, payload, err := w.read()

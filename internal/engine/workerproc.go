@@ -22,7 +22,7 @@ import (
 const workerEnv = "PCHRONICLE_ENGINE_WORKER"
 
 // workerVersion changes whenever the frames change.
-const workerVersion = 2
+const workerVersion = 3
 
 func init() {
 	v, ok := os.LookupEnv(workerEnv)
@@ -127,7 +127,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 				}
 				limited = true
 			}
-			if err := w.query(req.query, stmt.SQL); err != nil {
+			if err := w.query(req.query, stmt); err != nil {
 				return err
 			}
 		default:
@@ -195,7 +195,7 @@ const rowsFrameBytes = 64 << 10
 // about rowsFrameBytes, and the end: done, or the error that ended it (a
 // cancel is one). The engine reads as it needs; the pipe holds the worker
 // back. Only a failure to write is returned: the engine is gone.
-func (w *workerServer) query(n uint64, sqlText string) error {
+func (w *workerServer) query(n uint64, stmt workerStatement) error {
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.mu.Lock()
 	w.running, w.cancel = n, cancel
@@ -209,7 +209,11 @@ func (w *workerServer) query(n uint64, sqlText string) error {
 		w.mu.Unlock()
 		cancel()
 	}()
-	rows, err := w.conn.QueryContext(ctx, sqlText)
+	args := make([]any, len(stmt.Args))
+	for i, a := range stmt.Args {
+		args[i] = a
+	}
+	rows, err := w.conn.QueryContext(ctx, stmt.SQL, args...)
 	if err != nil {
 		return w.answer(err)
 	}

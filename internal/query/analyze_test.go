@@ -219,31 +219,6 @@ func TestMayReadUnionsReferences(t *testing.T) {
 	}
 }
 
-// TestStartParser: a parser opened in the background answers its first
-// Analyze once open, a caller that gives up waiting gets its context's
-// error, and one never used closes.
-func TestStartParser(t *testing.T) {
-	p := StartParser()
-	canceled, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := p.Analyze(canceled, "SELECT 1", AnalyzeOptions{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Analyze with a canceled context: %v, want context.Canceled", err)
-	}
-	res, err := p.Analyze(context.Background(), "SELECT * FROM ds.runs WHERE _file_ = 'a'", AnalyzeOptions{Datasets: []string{"ds"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.MayRead("ds", "runs", "a") || res.MayRead("ds", "runs", "b") {
-		t.Error("the background parser's analysis differs from the shared parser's")
-	}
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := StartParser().Close(); err != nil {
-		t.Fatalf("closing an unused parser: %v", err)
-	}
-}
-
 func TestParserLockedDown(t *testing.T) {
 	p := testParser(t)
 	for _, stmt := range []string{"SET enable_external_access=true", "SELECT * FROM read_text('/etc/hostname')"} {

@@ -3,11 +3,13 @@
 // (`_file_` values) can possibly contribute rows.
 //
 // It is wall #1 of the read-only sandbox: user SQL is parsed only through
-// DuckDB's json_serialize_sql on a parser-only instance that cannot touch
-// the filesystem, and the resulting AST is walked completely. Wall #2 is the
-// engine's own DuckDB sandbox (enable_external_access=false, allowed
-// directories, locked configuration), which does not depend on this package.
-// See docs/sql.md for the rules a user sees.
+// DuckDB's json_serialize_sql, the text passed as an argument, on an
+// instance locked down before it sees any (a parser-only one, or the
+// engine's sandboxed query instance: AnalyzeOn), and the resulting AST is
+// walked completely. Wall #2 is the engine's own DuckDB sandbox
+// (enable_external_access=false, allowed directories, locked
+// configuration), which does not depend on this package. See docs/sql.md
+// for the rules a user sees.
 package query
 
 import (
@@ -157,9 +159,7 @@ const errOnlySelect = "only SELECT, VALUES, DESCRIBE and EXPLAIN statements are 
 // concurrent use; calls share one connection and parse one at a time
 // (a parse takes well under a millisecond for ordinary queries).
 type Parser struct {
-	ready chan struct{} // closed once db (or err) is set
-	db    *sql.DB
-	err   error
+	db *sql.DB
 }
 
 // parserSetup locks the parser instance down before any user text reaches
@@ -176,29 +176,6 @@ var parserSetup = []string{
 
 // NewParser opens the parser-only DuckDB instance.
 func NewParser() (*Parser, error) {
-	p := StartParser()
-	<-p.ready
-	if p.err != nil {
-		return nil, p.err
-	}
-	return p, nil
-}
-
-// StartParser returns a parser whose instance opens in the background; its
-// first use waits for it and fails with the open's error. A one-shot command
-// opens the parser this way while its query's own instance starts, since the
-// two opens are most of its fixed cost (docs/performance.md, "Normalization
-// cache").
-func StartParser() *Parser {
-	p := &Parser{ready: make(chan struct{})}
-	go func() {
-		defer close(p.ready)
-		p.db, p.err = openParserDB()
-	}()
-	return p
-}
-
-func openParserDB() (*sql.DB, error) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, fmt.Errorf("query: open parser instance: %w", err)
@@ -211,37 +188,35 @@ func openParserDB() (*sql.DB, error) {
 			return nil, fmt.Errorf("query: configure parser instance (%s): %w", stmt, err)
 		}
 	}
-	return db, nil
+	return &Parser{db: db}, nil
 }
 
-// instance waits until the parser's instance is open.
-func (p *Parser) instance(ctx context.Context) (*sql.DB, error) {
-	select {
-	case <-p.ready:
-		return p.db, p.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Close releases the parser instance (once it has opened).
-func (p *Parser) Close() error {
-	<-p.ready
-	if p.db == nil {
-		return nil
-	}
-	return p.db.Close()
-}
+// Close releases the parser instance.
+func (p *Parser) Close() error { return p.db.Close() }
 
 // Analyze validates sql and computes the candidate sources of every Dataset
 // reference. A *ValidationError means the SQL is not allowed (or does not
 // parse); other errors are internal.
 func (p *Parser) Analyze(ctx context.Context, sql string, opts AnalyzeOptions) (*Analysis, error) {
+	return AnalyzeOn(ctx, p.db, sql, opts)
+}
+
+// Rower runs a query that returns one row: a *sql.DB or *sql.Conn.
+type Rower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// AnalyzeOn is Analyze with the parser of another DuckDB instance, reached
+// through conn. That instance must be locked down at least as the parser's
+// own is (parserSetup) before this is called: the query engine's sandboxed
+// instance is, and a one-shot command parses on it instead of opening a
+// second DuckDB only to parse (docs/sql.md).
+func AnalyzeOn(ctx context.Context, conn Rower, sql string, opts AnalyzeOptions) (*Analysis, error) {
 	if err := checkText(sql); err != nil {
 		return nil, err
 	}
 	body, explain, analyze := splitExplain(sql)
-	stmt, err := p.serialize(ctx, body)
+	stmt, err := serialize(ctx, conn, body)
 	if err != nil {
 		return nil, err
 	}
@@ -274,13 +249,9 @@ func checkText(sql string) error {
 }
 
 // serialize returns the single statement's query node.
-func (p *Parser) serialize(ctx context.Context, body string) (map[string]any, error) {
-	db, err := p.instance(ctx)
-	if err != nil {
-		return nil, err
-	}
+func serialize(ctx context.Context, conn Rower, body string) (map[string]any, error) {
 	var text string
-	err = db.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
+	err := conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
 	if err != nil {
 		return nil, fmt.Errorf("query: parse: %w", err)
 	}

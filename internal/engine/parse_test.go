@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/query"
+)
+
+// TestEngineWithoutParserParsesOnItsLockedInstance: an engine without a
+// parser of its own (a one-shot command's) hands user SQL only to an
+// instance whose sandbox is already locked, makes the instance's schemas
+// after the parse, and passes the SQL text to the worker as an argument,
+// so that a quote or a second statement in it stays text.
+func TestEngineWithoutParserParsesOnItsLockedInstance(t *testing.T) {
+	ctx := context.Background()
+	snap, err := catalog.Build(ctx, []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 2)}}, catalog.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(snap, nil, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+	t.Cleanup(func() { e.Close(); snap.Close() })
+
+	inst, err := e.fresh(ctx, nil, e.cfg.Limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked, external string
+	if err := inst.conn.QueryRowContext(ctx, "SELECT current_setting('lock_configuration')::VARCHAR, current_setting('enable_external_access')::VARCHAR").Scan(&locked, &external); err != nil {
+		t.Fatal(err)
+	}
+	if locked != "true" || external != "false" {
+		t.Fatalf("the instance a query parses on has lock_configuration=%s, enable_external_access=%s; want true, false", locked, external)
+	}
+	if len(inst.schema) == 0 {
+		t.Fatal("the schemas were made before the query parsed its SQL")
+	}
+	var n int
+	if err := inst.conn.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'dataset'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("schema dataset present before the parse (%d, %v)", n, err)
+	}
+	e.release(inst, true)
+
+	// The same answers and rejections as an engine with a shared parser.
+	_, shared := open(t, snap.Datasets[0].Mount.URI, catalog.DefaultOptions())
+	for _, sql := range []string{
+		"SELECT count(*) FROM steps",
+		"SELECT _file_, count(*) FROM runs WHERE _file_ = 'a/f000.jsonl' GROUP BY 1",
+		"SELECT 'it''s'",
+		"SELECT '1'); COPY steps TO '/tmp/x.csv'; SELECT ('",
+		"SELECT 1; SELECT 2",
+		"COPY steps TO '/tmp/x.csv'",
+		"SELECT * FROM read_text('/etc/passwd')",
+		"SELEC 1",
+		"EXPLAIN SELECT count(*) FROM tool_calls", // plans may differ: a batch's files are per worker
+		"SELECT count(*) FROM steps",              // the analysis is reused, and the instance
+	} {
+		want, wantErr := shared.Query(ctx, sql, QueryOptions{})
+		got, err := e.Query(ctx, sql, QueryOptions{})
+		var rejected *query.ValidationError
+		switch {
+		case wantErr != nil:
+			if err == nil || err.Error() != wantErr.Error() || errors.As(err, &rejected) != errors.As(wantErr, &rejected) {
+				t.Errorf("%s: got %v, want %v", sql, err, wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", sql, err)
+		case strings.HasPrefix(sql, "EXPLAIN"):
+			if fmt.Sprint(got.Columns) != fmt.Sprint(want.Columns) || len(got.Rows) != len(want.Rows) {
+				t.Errorf("%s: got %v and %d rows, want %v and %d", sql, got.Columns, len(got.Rows), want.Columns, len(want.Rows))
+			}
+		case fmt.Sprint(got.Columns, got.Rows) != fmt.Sprint(want.Columns, want.Rows):
+			t.Errorf("%s: got %v %v, want %v %v", sql, got.Columns, got.Rows, want.Columns, want.Rows)
+		}
+	}
+	for _, sql := range []string{"SELECT 1; SELECT 2", "SELECT * FROM read_text('/etc/passwd')"} {
+		var rejected *query.ValidationError
+		if _, err := e.Query(ctx, sql, QueryOptions{}); !errors.As(err, &rejected) {
+			t.Errorf("%s: got %v, want a rejection", sql, err)
+		}
+	}
+	an, err := e.Analyze(ctx, "SELECT * FROM tool_calls WHERE _file_ = 'b.jsonl'")
+	if err != nil || len(an.Refs) != 1 || an.Refs[0].Relation != "tool_calls" {
+		t.Fatalf("Analyze without a parser: %+v, %v", an, err)
+	}
+}

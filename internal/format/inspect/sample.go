@@ -18,6 +18,9 @@ type sampleData struct {
 	fields   map[string]jsonx.RawMessage // the sample's own members
 	messages [][]byte                    // the final conversation
 	events   [][]byte
+	// eventList holds the events split with their members, when the
+	// sample's split did that (splitSample); else each is split as read.
+	eventList *format.List
 	// pool is the message pool (events_data.messages, or a chunked
 	// sample's messages sequence) that model events' input_refs index.
 	pool   [][]byte
@@ -262,12 +265,22 @@ type modelEvent struct {
 func (b *builder) events() map[string]int64 {
 	counts := map[string]int64{}
 	var first, last *time.Time
-	for k, raw := range b.d.events {
+	var scratch format.Members
+	for k := range b.d.events {
 		var kind string
 		var me modelEvent
 		var id jsonx.RawMessage
-		ok := format.EachMember(raw, func(key string, val []byte) {
-			switch key {
+		var members format.Members
+		var ok bool
+		if b.d.eventList != nil {
+			members, ok = b.d.eventList.Object(k)
+		} else {
+			scratch, ok = format.AppendMembers(scratch[:0], b.d.events[k])
+			members = scratch
+		}
+		for _, mb := range members {
+			val := mb.Val
+			switch string(mb.Name) {
 			case "event":
 				kind = format.String(val)
 			case "timestamp":
@@ -291,7 +304,7 @@ func (b *builder) events() map[string]int64 {
 			case "id":
 				id = val
 			}
-		})
+		}
 		if !ok {
 			b.warn("event is not a JSON object; skipped", b.d.atEvent(k)...)
 			continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -24,7 +25,12 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 	if src.Valid {
 		// Detection validated these bytes, and held them all: a file of
 		// at most its limit.
-		data := make([]byte, sec.Size())
+		buf := documents.Get().(*[]byte)
+		defer documents.Put(buf)
+		if int64(cap(*buf)) < sec.Size() {
+			*buf = make([]byte, sec.Size())
+		}
+		data := (*buf)[:sec.Size()]
 		if _, err := sec.ReadAt(data, 0); err != nil {
 			return fmt.Errorf("%s: %w", src.Path, err)
 		}
@@ -102,6 +108,11 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 	defer done2()
 	return readSamples(ctx, again, src, newHeader(parts), emit)
 }
+
+// documents are the buffers whole logs are read into, reused from one
+// log to the next (a Storyline copies what it keeps): a new one per log
+// was most of the adapter's allocation.
+var documents = sync.Pool{New: func() any { return new([]byte) }}
 
 // readDocument is readJSON of a whole log in memory that detection
 // validated (format.Source.Valid): its members, samples and their members

@@ -98,16 +98,21 @@ func FuzzSplitSample(f *testing.F) {
 				t.Fatalf("elements %q, want %q", pair[0], pair[1])
 			}
 		}
-		for k, raw := range want.events {
-			wantMembers, wantObject := format.AppendMembers(nil, raw)
-			gotMembers, gotObject := wantMembers, wantObject
-			if got.eventList != nil {
-				gotMembers, gotObject = got.eventList.Object(k)
-			}
-			if gotObject != wantObject || !slices.EqualFunc(gotMembers, wantMembers, func(a, b format.Member) bool {
-				return bytes.Equal(a.Name, b.Name) && bytes.Equal(a.Val, b.Val)
-			}) {
-				t.Fatalf("event %d: members %q (object %v), want %q (%v)", k, gotMembers, gotObject, wantMembers, wantObject)
+		for _, elems := range []struct {
+			list *format.List
+			want [][]byte
+		}{{got.messageList, want.messages}, {got.eventList, want.events}} {
+			for k, raw := range elems.want {
+				wantMembers, wantObject := format.AppendMembers(nil, raw)
+				gotMembers, gotObject := wantMembers, wantObject
+				if elems.list != nil {
+					gotMembers, gotObject = elems.list.Object(k)
+				}
+				if gotObject != wantObject || !slices.EqualFunc(gotMembers, wantMembers, func(a, b format.Member) bool {
+					return bytes.Equal(a.Name, b.Name) && bytes.Equal(a.Val, b.Val)
+				}) {
+					t.Fatalf("element %d of %q: members %q (object %v), want %q (%v)", k, elems.want, gotMembers, gotObject, wantMembers, wantObject)
+				}
 			}
 		}
 	})

@@ -344,7 +344,7 @@ func splitSample(raw []byte, i int, layout string, base []any) (*sampleData, int
 		return end
 	})
 	if messagesListed {
-		d.messages = messages.Elems
+		d.messages, d.messageList = messages.Elems, &messages
 	}
 	// Logs from before events and attachments had their own members kept
 	// both in "transcript".

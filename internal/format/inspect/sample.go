@@ -196,7 +196,7 @@ func (b *builder) toolCalls(i int, stepID string, raw jsonx.RawMessage) int {
 		if format.String(call["type"]) == "function" {
 			known = append(known, "type")
 		}
-		tc.Extra = format.StripExtra(format.Extra(call, known...))
+		tc.Extra = format.StripExtra(validExtra(call, known...))
 		b.pending[tc.ToolCallID] = append(b.pending[tc.ToolCallID], len(b.sl.ToolCalls))
 		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
 	}
@@ -568,7 +568,7 @@ func (b *builder) run(counts map[string]int64) {
 	if b.unattributed > 0 {
 		extra["unattributed_model_calls"] = mustJSON(b.unattributed)
 	}
-	r.Extra = format.StripExtra(format.Extra(extra))
+	r.Extra = format.StripExtra(validExtra(extra))
 }
 
 // reported sums a sample's model_usage over its models (which include

@@ -111,7 +111,7 @@ func readJSON(ctx context.Context, r io.Reader, src format.Source, emit format.E
 
 // documents are the buffers whole logs are read into, reused from one
 // log to the next (a Storyline copies what it keeps): a new one per log
-// was most of the adapter's allocation.
+// allocated as many bytes as the logs have, for the GC to clear.
 var documents = sync.Pool{New: func() any { return new([]byte) }}
 
 // readDocument is readJSON of a whole log in memory that detection
@@ -302,8 +302,8 @@ func validJSON(data []byte) ([]byte, bool) {
 // splitSample splits the sample object at raw[i] (valid JSON), held in
 // one JSON object (a samples element or an .eval entry), and returns it
 // with the index just after it. Its messages, events and attachments, and
-// the members of each event, are split in the same pass as its own
-// members: splitting each level's values again read an event's bytes once
+// the members of each message and event, are split in the same pass as
+// its own members: splitting each level's values again read an event's bytes once
 // per level, which dominated the adapter's profile. base locates the
 // sample for warnings.
 func splitSample(raw []byte, i int, layout string, base []any) (*sampleData, int) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -17,7 +18,8 @@ import (
 // complete value it reports must be valid JSON.
 func FuzzProbe(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, "{\"a\":1}\n{\"b\":[1,2", `[{"messages":[{"role":"user"}]}]`, `{"x":"\u00e9\"`, "\xef\xbb\xbf{}", `[`, `{"a":{"b":`, "{\n \"a\": [1,\n 2]\n}\n", `{"a":1,}`, "{\"a\":1} x",
-		"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x06\x00\x00\x00a.json{}"} {
+		"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x06\x00\x00\x00a.json{}",
+		"{\n \"a\\\\\" : 1,\n \"b\\\"\":\"x\\\\\",\"\\u00e9\\\\\\\"\" :{\"k\":[\"\\\"\"]},\"\\ud800\":2, \"a\\\\\":3,\"\xff\":4}\n"} {
 		f.Add([]byte(s), false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, truncated bool) {
@@ -43,7 +45,31 @@ func FuzzProbe(f *testing.F) {
 		if doc.Valid != want {
 			t.Fatalf("Valid %v for %q (truncated %v), want %v", doc.Valid, data, truncated, want)
 		}
+		// A validated document of several lines is split in the
+		// validating pass: as splitting it after validation did.
+		if doc.Valid && bytes.IndexByte(body, '\n') >= 0 {
+			keys, values := splitAfterValidation(body)
+			if !slices.Equal(doc.First.Keys, keys) || !maps.EqualFunc(doc.First.Values, values, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+				t.Fatalf("probe split %q %q, want %q %q", doc.First.Keys, doc.First.Values, keys, values)
+			}
+		}
 	})
+}
+
+// splitAfterValidation is the probe's split of a whole valid object as it
+// was before scanComplete split it in the validating pass.
+func splitAfterValidation(doc []byte) ([]string, map[string]json.RawMessage) {
+	var keys []string
+	values := map[string]json.RawMessage{}
+	eachMember(doc, func(raw, val []byte) {
+		key := string(raw[1 : len(raw)-1])
+		if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+			json.Unmarshal(raw, &key)
+		}
+		keys = append(keys, key)
+		values[key] = val
+	})
+	return keys, values
 }
 
 // FuzzValues: the lenient value helpers accept any bytes without panicking,

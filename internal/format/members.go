@@ -273,28 +273,33 @@ func (l *List) reset() {
 // SplitArray and AppendMembers would, in one pass, and reports whether it
 // is an array.
 func SplitList(l *List, raw []byte) bool {
-	l.reset()
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
+		l.reset()
 		return false
 	}
+	SplitListAt(l, raw, i)
+	return true
+}
+
+// SplitListAt is SplitList of the valid JSON array at raw[i], for a
+// WalkMembers reader: it returns the index just after the array.
+func SplitListAt(l *List, raw []byte, i int) int {
+	l.reset()
 	add := func(key, val []byte) { l.members = append(l.members, Member{Name: MemberName(key), Val: val}) }
-	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != ']'; {
+	return WalkElements(raw, i, func(v int) int {
 		var end int
-		if raw[i] == '{' {
+		if raw[v] == '{' {
 			start := len(l.members)
-			end = members(raw, i, add)
+			end = members(raw, v, add)
 			l.spans = append(l.spans, [2]int{start, len(l.members)})
 		} else {
-			end = skipValue(raw, i)
+			end = skipValue(raw, v)
 			l.spans = append(l.spans, [2]int{-1, -1})
 		}
-		l.Elems = append(l.Elems, raw[i:end])
-		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-	}
-	return true
+		l.Elems = append(l.Elems, raw[v:end])
+		return end
+	})
 }
 
 // ScanList validates the array at b[i] (no leading space), inside open

@@ -24,6 +24,16 @@ const (
 	KindMultimodal = "multimodal"
 )
 
+// TrailingBackslashes counts the backslashes that end b: a quote after
+// an odd number of them is escaped.
+func TrailingBackslashes(b []byte) int {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	return n
+}
+
 // TrimSpace is bytes.TrimSpace, without its loops where raw is empty or
 // neither starts nor ends with space, as a member of a scanned object
 // (most calls: these were some 4% of ATOF normalization).

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
 	"strings"
 
 	gojson "github.com/goccy/go-json"
@@ -88,10 +89,22 @@ func nextSpace(b []byte, i int) int {
 
 // StringEnd returns the index just after the JSON string that starts at
 // b[i] (a quote), or len(b) when it does not end. The first bytes are
-// looked at one by one: most strings of a record (names, ids, types) end
-// there, before bytes.IndexByte would have paid for its setup.
+// tested eight at a time for a quote or a backslash (the lowest flagged
+// byte is exact), then one by one: most strings of a record (names, ids,
+// types) end there, before bytes.IndexByte would have paid for its setup.
 func StringEnd(b []byte, i int) int {
-	for j, end := i+1, min(len(b), i+24); j < end; j++ {
+	j, end := i+1, min(len(b), i+33)
+	for ; j+8 <= end; j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		quote, slash := x^(lsb*'"'), x^(lsb*'\\')
+		if hit := ((quote-lsb)&^quote | (slash-lsb)&^slash) & msb; hit != 0 {
+			if j += bits.TrailingZeros64(hit) / 8; b[j] == '"' {
+				return j + 1
+			}
+			return stringEnd(b, i)
+		}
+	}
+	for ; j < end; j++ {
 		switch b[j] {
 		case '"':
 			return j + 1

@@ -89,3 +89,22 @@ func FuzzIsValid(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStringEnd: StringEnd, which tests a string's first bytes eight at a
+// time, ends every string where the general path (stringEnd, which
+// counts the backslashes before each quote) ends it.
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{`""`, `"a"`, `"abcdefgh"`, `"abcdefg\"h"`, `"\\"`, `"abcdefgh\\\\\"ij"`, `"é€😀 text and \"quotes\" past the first words"`,
+		`"0123456789abcdefghijklmnopqrstuvwxyz"`, `"unterminated \`, `"` + "\x80\xff\"" + `"`, `"short`} {
+		f.Add([]byte(s), 0)
+		f.Add([]byte(`{"k":`+s+`}`), 5)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, i int) {
+		if i < 0 || i >= len(b) || b[i] != '"' {
+			return
+		}
+		if got, want := StringEnd(b, i), stringEnd(b, i); got != want {
+			t.Fatalf("StringEnd(%q, %d) = %d, the general path %d", b, i, got, want)
+		}
+	})
+}

@@ -81,7 +81,7 @@ func (a *attachments) resolve(raw []byte) (out []byte, missing int) {
 func refOpen(raw []byte, sep int) int {
 	for _, scheme := range refSchemes {
 		q := sep - len(scheme) - 1
-		if q >= 0 && raw[q] == '"' && string(raw[q+1:sep]) == scheme && trailingBackslashes(raw[:q])%2 == 0 {
+		if q >= 0 && raw[q] == '"' && string(raw[q+1:sep]) == scheme && format.TrailingBackslashes(raw[:q])%2 == 0 {
 			return q
 		}
 	}

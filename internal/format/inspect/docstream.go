@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
@@ -121,7 +122,7 @@ func (s *docScanner) value(dst []byte, keep bool) ([]byte, error) {
 				// escapes it.
 				k := bytes.IndexByte(chunk[i:], '"')
 				if k < 0 {
-					t := trailingBackslashes(chunk[i:])
+					t := format.TrailingBackslashes(chunk[i:])
 					if t == len(chunk)-i {
 						backslashes += t
 					} else {
@@ -130,7 +131,7 @@ func (s *docScanner) value(dst []byte, keep bool) ([]byte, error) {
 					break scan
 				}
 				q := i + k
-				n := trailingBackslashes(chunk[i:q])
+				n := format.TrailingBackslashes(chunk[i:q])
 				if n == q-i {
 					n += backslashes
 				}
@@ -190,13 +191,4 @@ func (s *docScanner) value(dst []byte, keep bool) ([]byte, error) {
 		}
 		consumeChunkAt(len(chunk))
 	}
-}
-
-// trailingBackslashes counts the backslashes that end b.
-func trailingBackslashes(b []byte) int {
-	n := 0
-	for n < len(b) && b[len(b)-1-n] == '\\' {
-		n++
-	}
-	return n
 }

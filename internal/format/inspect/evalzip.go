@@ -303,11 +303,16 @@ func entryParts(entry string) []any {
 // load reads the sample's entries into a sampleData.
 func (s *evalSample) load(src format.Source) (*sampleData, error) {
 	if s.monolith != nil {
-		obj, err := readObject(s.monolith, src, "an inspect sample")
+		data, err := readEntry(s.monolith, src)
 		if err != nil {
 			return nil, err
 		}
-		return monolithSample(obj, LayoutEval, entryParts(s.monolith.Name)), nil
+		i := jsonx.SkipWS(data, 0)
+		if i >= len(data) || data[i] != '{' {
+			return nil, entryError(src, s.monolith.Name, errors.New("an inspect sample must be a JSON object"))
+		}
+		d, _ := splitSample(data, i, LayoutEval, entryParts(s.monolith.Name))
+		return d, nil
 	}
 	return s.loadChunked(src)
 }

@@ -115,12 +115,25 @@ func newHeader(p headerParts) header {
 	return h
 }
 
-// rawExtra is format.Extra as a raw JSON value ({} when nothing is left).
+// rawExtra is validExtra as a raw JSON value ({} when nothing is left).
 func rawExtra(obj map[string]jsonx.RawMessage, drop ...string) jsonx.RawMessage {
-	if e := format.Extra(obj, drop...); e != nil {
+	if e := validExtra(obj, drop...); e != nil {
 		return jsonx.RawMessage(*e)
 	}
 	return jsonx.RawMessage("{}")
+}
+
+// validExtra is format.Extra of an object whose values are valid JSON
+// (every value read from a log was validated with it, and the others are
+// written here), without validating them again: that was most of the
+// cost of writing the extras.
+func validExtra(obj map[string]jsonx.RawMessage, known ...string) *string {
+	var buf [16]string
+	names := buf[:0]
+	for name := range obj {
+		names = append(names, name)
+	}
+	return format.ExtraNamed(obj, names, known)
 }
 
 func mustJSON(v any) jsonx.RawMessage {

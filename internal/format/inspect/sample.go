@@ -18,6 +18,10 @@ type sampleData struct {
 	fields   map[string]jsonx.RawMessage // the sample's own members
 	messages [][]byte                    // the final conversation
 	events   [][]byte
+	// messageList and eventList hold the messages and events split with
+	// their members, when the sample's split did that (splitSample); else
+	// each is split as it is read.
+	messageList, eventList *format.List
 	// pool is the message pool (events_data.messages, or a chunked
 	// sample's messages sequence) that model events' input_refs index.
 	pool   [][]byte
@@ -114,17 +118,23 @@ func (b *builder) identity() {
 // message maps one message of the final conversation to a step.
 func (b *builder) message(i int, raw []byte) {
 	b.steps = append(b.steps, -1)
-	raw, missing := b.d.attach.resolve(raw)
+	resolved, missing := b.d.attach.resolve(raw)
 	b.missing += missing
-	m := format.SplitObject(raw)
-	if m == nil {
+	var m format.Members
+	var isObject bool
+	if b.d.messageList != nil && sameBytes(resolved, raw) {
+		m, isObject = b.d.messageList.Object(i)
+	} else {
+		m, isObject = format.AppendMembers(nil, resolved)
+	}
+	if !isObject {
 		b.roles = append(b.roles, "")
 		b.warn("message is not a JSON object; skipped", b.d.atMessage(i)...)
 		return
 	}
-	role := format.String(m["role"])
+	role := format.String(m.Get("role"))
 	b.roles = append(b.roles, role)
-	if id := format.String(m["id"]); id != "" {
+	if id := format.String(m.Get("id")); id != "" {
 		if _, dup := b.ids[id]; !dup {
 			b.ids[id] = i
 		}
@@ -145,27 +155,27 @@ func (b *builder) message(i int, raw []byte) {
 		known = []string{"content"} // the role stays in extra
 		b.warn("unknown role "+strconv.Quote(role)+"; kept as a system step", at(b.d.atMessage(i), "role")...)
 	}
-	c := readContent(m["content"])
+	c := readContent(m.Get("content"))
 	st.MessageValue, st.MessageKind, st.Reasoning = c.text, c.kind, c.reasoning
 	if c.redacted > 0 {
-		m["reasoning_redacted"] = mustJSON(c.redacted)
+		m.Set("reasoning_redacted", mustJSON(c.redacted))
 	}
 	switch role {
 	case "assistant":
-		st.ModelName = model.Str(format.String(m["model"]))
+		st.ModelName = model.Str(format.String(m.Get("model")))
 		known = append(known, "model", "tool_calls")
-		calls := b.toolCalls(i, st.StepID, m["tool_calls"])
+		calls := b.toolCalls(i, st.StepID, m.Get("tool_calls"))
 		switch {
 		case calls > 0 && model.Deref(st.MessageValue) == "":
 			st.MessageKind, st.MessageValue = kindToolCallsOnly, nil
 		case st.MessageValue == nil && st.Reasoning != nil:
 			st.MessageKind = kindReasoning
 		}
-		b.index(i, m)
+		b.index(i, m.Get("tool_calls"), model.Deref(c.text))
 	case "tool":
 		b.result(i, &st, m)
 	}
-	st.Extra = format.StripExtra(format.Extra(m, known...))
+	st.Extra = format.StripExtra(m.Extra(nil, known...))
 	b.steps[i] = len(b.sl.Steps)
 	b.sl.Steps = append(b.sl.Steps, st)
 }
@@ -186,7 +196,7 @@ func (b *builder) toolCalls(i int, stepID string, raw jsonx.RawMessage) int {
 		if format.String(call["type"]) == "function" {
 			known = append(known, "type")
 		}
-		tc.Extra = format.StripExtra(format.Extra(call, known...))
+		tc.Extra = format.StripExtra(validExtra(call, known...))
 		b.pending[tc.ToolCallID] = append(b.pending[tc.ToolCallID], len(b.sl.ToolCalls))
 		b.sl.ToolCalls = append(b.sl.ToolCalls, tc)
 	}
@@ -196,9 +206,9 @@ func (b *builder) toolCalls(i int, stepID string, raw jsonx.RawMessage) int {
 // result links a tool message to the earliest unanswered call with its
 // tool_call_id. A tool error makes the result an error; its message stands
 // in for empty content.
-func (b *builder) result(i int, st *model.Step, m map[string]jsonx.RawMessage) {
-	id := format.String(m["tool_call_id"])
-	errObj := format.SplitObject(m["error"])
+func (b *builder) result(i int, st *model.Step, m format.Members) {
+	id := format.String(m.Get("tool_call_id"))
+	errObj := format.SplitObject(m.Get("error"))
 	status := model.ResultOK
 	if errObj != nil {
 		status = model.ResultError
@@ -222,19 +232,26 @@ func (b *builder) result(i int, st *model.Step, m map[string]jsonx.RawMessage) {
 	}
 	tc.ResultStepID = model.Str(st.StepID)
 	if errObj != nil {
-		tc.Extra = format.MergeExtra(tc.Extra, "error", m["error"])
+		tc.Extra = format.MergeExtra(tc.Extra, "error", m.Get("error"))
 	}
 }
 
 // index records an assistant message under the keys a model event can be
-// matched by besides its id: its first tool call id, its text.
-func (b *builder) index(i int, m map[string]jsonx.RawMessage) {
-	if id := firstCallID(m["tool_calls"]); id != "" {
+// matched by besides its id: its first tool call id, its text (textKey of
+// its content, which the message's step already read).
+func (b *builder) index(i int, toolCalls jsonx.RawMessage, text string) {
+	if id := firstCallID(toolCalls); id != "" {
 		b.byCall[id] = i
 	}
-	if t := textKey(m["content"]); t != "" {
-		b.byText[t] = append(b.byText[t], i)
+	if text != "" {
+		b.byText[text] = append(b.byText[text], i)
 	}
+}
+
+// sameBytes reports whether a and b are the same bytes in memory: what
+// resolve returns when nothing was replaced.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func firstCallID(raw jsonx.RawMessage) string {
@@ -262,12 +279,22 @@ type modelEvent struct {
 func (b *builder) events() map[string]int64 {
 	counts := map[string]int64{}
 	var first, last *time.Time
-	for k, raw := range b.d.events {
+	var scratch format.Members
+	for k := range b.d.events {
 		var kind string
 		var me modelEvent
 		var id jsonx.RawMessage
-		ok := format.EachMember(raw, func(key string, val []byte) {
-			switch key {
+		var members format.Members
+		var ok bool
+		if b.d.eventList != nil {
+			members, ok = b.d.eventList.Object(k)
+		} else {
+			scratch, ok = format.AppendMembers(scratch[:0], b.d.events[k])
+			members = scratch
+		}
+		for _, mb := range members {
+			val := mb.Val
+			switch string(mb.Name) {
 			case "event":
 				kind = format.String(val)
 			case "timestamp":
@@ -291,7 +318,7 @@ func (b *builder) events() map[string]int64 {
 			case "id":
 				id = val
 			}
-		})
+		}
 		if !ok {
 			b.warn("event is not a JSON object; skipped", b.d.atEvent(k)...)
 			continue
@@ -541,7 +568,7 @@ func (b *builder) run(counts map[string]int64) {
 	if b.unattributed > 0 {
 		extra["unattributed_model_calls"] = mustJSON(b.unattributed)
 	}
-	r.Extra = format.StripExtra(format.Extra(extra))
+	r.Extra = format.StripExtra(validExtra(extra))
 }
 
 // reported sums a sample's model_usage over its models (which include

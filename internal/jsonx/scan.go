@@ -232,9 +232,10 @@ func digits[T Text](b T, i int) int {
 }
 
 // SkipWS returns the index of the first byte at or after b[i] that is not
-// JSON white space.
+// JSON white space. Every white space byte is at most ' ', so most bytes
+// (the one after a single space, or none) take one comparison.
 func SkipWS[T Text](b T, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i

@@ -28,6 +28,13 @@ func IsValid[T Text](b T) bool {
 // ScanValue validates the JSON value at b[i] (no leading space), inside
 // open containers, and returns the index just after it.
 func ScanValue[T Text](b T, i, open int) (int, bool) {
+	if i < len(b) && b[i] == '"' { // most member values: no container stack to set up
+		return ScanString(b, i)
+	}
+	return scanValue(b, i, open)
+}
+
+func scanValue[T Text](b T, i, open int) (int, bool) {
 	var buf [32]byte
 	stack := buf[:0] // the closing byte of each open container
 	var ok bool

@@ -757,7 +757,7 @@ func (x *rowExtra) append(b []byte) []byte {
 		b = jsonx.AppendQuoted(memberKey(b, start, "data_schema"), x.dataSchema)
 	}
 	if x.err != nil {
-		b = append(memberKey(b, start, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
+		b = jsonx.AppendCompactValid(memberKey(b, start, "error"), x.err) // a member of a validated line
 	}
 	if x.event != nil {
 		b = append(memberKey(b, start, "event"), *x.event...)

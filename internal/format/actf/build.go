@@ -29,6 +29,7 @@ type builder struct {
 	// rows whose id the payload did not give, and namePaired the rows a
 	// tool scope took by name (see pairByName).
 	turnCalls   map[string][]int
+	turnRows    []int // what turnCalls' slices are parts of, for the session
 	generatedID map[int]bool
 	namePaired  map[int]bool
 	prevInput   []message // the previous llm input
@@ -82,7 +83,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
 		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
 		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
-		b.stepExtras, b.callExtras = nil, nil
+		b.stepExtras, b.callExtras, b.turnRows = nil, nil, nil
 	} else {
 		clear(b.stepIDs)
 		clear(b.llmSteps)
@@ -102,7 +103,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
 		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: b.storyline(),
 		steps: b.steps, calls: b.calls, extraText: b.extraText[:0],
-		stepBlock: b.stepBlock, callBlock: b.callBlock, storylines: b.storylines,
+		stepBlock: b.stepBlock, callBlock: b.callBlock, storylines: b.storylines, turnRows: b.turnRows[:0],
 	}
 	b.sl.Run.SessionID = sessionID
 	b.sl.Steps, b.sl.ToolCalls = b.stepBlock.carve(b.steps), b.callBlock.carve(b.calls)
@@ -490,10 +491,11 @@ func (b *builder) llmEnd(e *event) {
 	b.llmEnded = true
 	first := len(b.sl.ToolCalls)
 	b.addCalls(e, st.StepID, m.calls)
-	turn := make([]int, 0, len(b.sl.ToolCalls)-first)
+	at := len(b.turnRows)
 	for row := first; row < len(b.sl.ToolCalls); row++ {
-		turn = append(turn, row)
+		b.turnRows = append(b.turnRows, row)
 	}
+	turn := b.turnRows[at:len(b.turnRows):len(b.turnRows)]
 	b.turnCalls[e.parentUUID] = turn
 	if e.uuid != "" {
 		b.turnCalls[e.uuid] = turn

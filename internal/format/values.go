@@ -51,6 +51,13 @@ func IsNull(raw json.RawMessage) bool {
 // JSON text, and null/absent as "". A string without escapes (the common
 // case for roles, ids and most content) is copied without the codec.
 func String(raw json.RawMessage) string {
+	if len(raw) == 0 { // absent, as many members asked for are: inlined, no call
+		return ""
+	}
+	return stringValue(raw)
+}
+
+func stringValue(raw json.RawMessage) string {
 	raw = TrimSpace(raw)
 	if IsNull(raw) {
 		return ""

@@ -199,7 +199,7 @@ func Bool(raw json.RawMessage) (bool, bool) {
 // numbers in seconds, milliseconds or microseconds (chosen by magnitude).
 // The result is UTC.
 func Time(raw json.RawMessage) (time.Time, bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if t, ok := utcTime(raw); ok {
 		return t, true
 	}
@@ -387,7 +387,7 @@ func ParseTimeString(s string) (time.Time, bool) {
 // image data never land in a text column. kind is KindText or
 // KindMultimodal; ok is false for null/absent content.
 func Content(raw json.RawMessage) (text string, kind string, ok bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if IsNull(raw) {
 		return "", KindText, false
 	}

@@ -287,6 +287,13 @@ func memberKey(raw []byte) string {
 // so a repeated value is not allocated again. Ids and text must not go
 // through it, or they would evict the names.
 func Symbol(raw []byte) string {
+	if len(raw) == 0 { // absent (see String)
+		return ""
+	}
+	return symbolValue(raw)
+}
+
+func symbolValue(raw []byte) string {
 	raw = TrimSpace(raw)
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
 		return memberKey(raw)

@@ -61,6 +61,13 @@ func IsNull(raw json.RawMessage) bool {
 // JSON text, and null/absent as "". A string without escapes (the common
 // case for roles, ids and most content) is copied without the codec.
 func String(raw json.RawMessage) string {
+	if len(raw) == 0 { // absent, as many members asked for are: inlined, no call
+		return ""
+	}
+	return stringValue(raw)
+}
+
+func stringValue(raw json.RawMessage) string {
 	raw = TrimSpace(raw)
 	if IsNull(raw) {
 		return ""
@@ -202,7 +209,7 @@ func Bool(raw json.RawMessage) (bool, bool) {
 // numbers in seconds, milliseconds or microseconds (chosen by magnitude).
 // The result is UTC.
 func Time(raw json.RawMessage) (time.Time, bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if t, ok := utcTime(raw); ok {
 		return t, true
 	}
@@ -390,7 +397,7 @@ func ParseTimeString(s string) (time.Time, bool) {
 // image data never land in a text column. kind is KindText or
 // KindMultimodal; ok is false for null/absent content.
 func Content(raw json.RawMessage) (text string, kind string, ok bool) {
-	raw = bytes.TrimSpace(raw)
+	raw = TrimSpace(raw)
 	if IsNull(raw) {
 		return "", KindText, false
 	}

@@ -56,7 +56,25 @@ func CompactValid(src []byte) []byte {
 	if i < 0 {
 		return src
 	}
-	dst := make([]byte, 0, len(src))
+	return appendCompact(make([]byte, 0, len(src)), src, i)
+}
+
+// AppendCompactValid appends CompactValid(src) to dst, for a writer of a
+// larger text (an extra column), without a copy of its own.
+func AppendCompactValid(dst, src []byte) []byte {
+	if n := len(src); n > 0 && src[0] != '{' && src[0] != '[' && !isSpace(src[0]) && !isSpace(src[n-1]) {
+		return append(dst, src...)
+	}
+	i := nextSpace(src, 0)
+	if i < 0 {
+		return append(dst, src...)
+	}
+	return appendCompact(dst, src, i)
+}
+
+// appendCompact appends src without the space outside its strings to dst;
+// i is the index of its first such space.
+func appendCompact(dst, src []byte, i int) []byte {
 	for start := 0; ; {
 		dst = append(dst, src[start:i]...)
 		for i < len(src) && isSpace(src[i]) {

@@ -60,6 +60,9 @@ func checkCompact(t *testing.T, data []byte) {
 	if ok && !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("Compact(%q) = %q, encoding/json %q", data, got, want.Bytes())
 	}
+	if appended := AppendCompactValid([]byte("x"), data); ok && !bytes.Equal(appended, append([]byte("x"), want.Bytes()...)) {
+		t.Fatalf("AppendCompactValid(%q) = %q, encoding/json %q", data, appended[1:], want.Bytes())
+	}
 }
 
 func checkQuoted(t *testing.T, s string) {

@@ -28,6 +28,13 @@ func IsValid[T Text](b T) bool {
 // ScanValue validates the JSON value at b[i] (no leading space), inside
 // open containers, and returns the index just after it.
 func ScanValue[T Text](b T, i, open int) (int, bool) {
+	if i < len(b) && b[i] == '"' { // most member values: no container stack to set up
+		return ScanString(b, i)
+	}
+	return scanValue(b, i, open)
+}
+
+func scanValue[T Text](b T, i, open int) (int, bool) {
 	var buf [32]byte
 	stack := buf[:0] // the closing byte of each open container
 	var ok bool
@@ -232,9 +239,10 @@ func digits[T Text](b T, i int) int {
 }
 
 // SkipWS returns the index of the first byte at or after b[i] that is not
-// JSON white space.
+// JSON white space. Every white space byte is at most ' ', so most bytes
+// (the one after a single space, or none) take one comparison.
 func SkipWS[T Text](b T, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i

@@ -330,7 +330,7 @@ func TestEdgeCases(t *testing.T) {
 }
 
 // TestRowsOutliveLines checks that events and Storylines share no memory
-// with the reader's buffer or with later sessions: lines are read in place
+// with the reader's buffer or with other sessions: lines are read in place
 // and events, lines and timestamps are allocated in blocks. A Storyline
 // written out after the stream is read must be what it was when emitted,
 // and reading the stream in small parts (which moves lines around in the
@@ -363,6 +363,12 @@ func TestRowsOutliveLines(t *testing.T) {
 			return sls, atEmit
 		}
 		sls, atEmit := read(bytes.NewReader(stream))
+		// Rows share blocks across sessions: appending to one Storyline's
+		// must not write into another's.
+		for _, sl := range sls {
+			_ = append(sl.Steps, model.Step{StepID: "appended"})
+			_ = append(sl.ToolCalls, model.ToolCall{ToolCallID: "appended"})
+		}
 		for i, sl := range sls {
 			if text, _ := jsonx.Marshal(sl); string(text) != atEmit[i] {
 				t.Fatalf("%s: Storyline %d changed after it was emitted", name, i)

@@ -29,6 +29,7 @@ type builder struct {
 	// rows whose id the payload did not give, and namePaired the rows a
 	// tool scope took by name (see pairByName).
 	turnCalls   map[string][]int
+	turnRows    []int // what turnCalls' slices are parts of, for the session
 	generatedID map[int]bool
 	namePaired  map[int]bool
 	prevInput   []message // the previous llm input
@@ -46,6 +47,12 @@ type builder struct {
 	// the next one's rows are allocated for: sessions of a stream tend to
 	// be alike, and rows that fit are handed out without a copy.
 	steps, calls int
+	// stepBlock, callBlock and storylines are the blocks a small session's
+	// rows and Storyline are taken from (see carve), where each was an
+	// allocation of its own.
+	stepBlock  block[model.Step]
+	callBlock  block[model.ToolCall]
+	storylines []model.Storyline
 	// boxes holds the session's string columns (see str); extraText is
 	// the buffer the row extras are written to.
 	boxes     []string
@@ -76,7 +83,7 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		b.scopeRows, b.turnCalls = map[*event]int{}, map[string][]int{}
 		b.generatedID, b.namePaired = map[int]bool{}, map[int]bool{}
 		b.marks, b.scopes = map[string]int64{}, map[string]int64{}
-		b.stepExtras, b.callExtras = nil, nil
+		b.stepExtras, b.callExtras, b.turnRows = nil, nil, nil
 	} else {
 		clear(b.stepIDs)
 		clear(b.llmSteps)
@@ -94,11 +101,21 @@ func (b *builder) reset(sessionID string, prevSize int) {
 		stepIDs: b.stepIDs, lastAgent: -1, llmSteps: b.llmSteps, openCalls: b.openCalls, scopeRows: b.scopeRows,
 		turnCalls: b.turnCalls, generatedID: b.generatedID, namePaired: b.namePaired,
 		marks: b.marks, scopes: b.scopes, resolved: b.resolved,
-		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: &model.Storyline{},
+		stepExtras: b.stepExtras[:0], callExtras: b.callExtras[:0], sl: b.storyline(),
 		steps: b.steps, calls: b.calls, extraText: b.extraText[:0],
+		stepBlock: b.stepBlock, callBlock: b.callBlock, storylines: b.storylines, turnRows: b.turnRows[:0],
 	}
 	b.sl.Run.SessionID = sessionID
-	b.sl.Steps, b.sl.ToolCalls = rows[model.Step](b.steps), rows[model.ToolCall](b.calls)
+	b.sl.Steps, b.sl.ToolCalls = b.stepBlock.carve(b.steps), b.callBlock.carve(b.calls)
+}
+
+// storyline is a new Storyline from the block of the stream's.
+func (b *builder) storyline() *model.Storyline {
+	if len(b.storylines) == cap(b.storylines) {
+		b.storylines = make([]model.Storyline, 0, rowBlock)
+	}
+	b.storylines = append(b.storylines, model.Storyline{})
+	return &b.storylines[len(b.storylines)-1]
 }
 
 func (b *builder) warn(e *event, format string, args ...any) {
@@ -130,16 +147,53 @@ func (b *builder) build(events []*event, header json.RawMessage) *model.Storylin
 	}
 	b.writeExtras(header)
 	b.steps, b.calls = len(b.sl.Steps), len(b.sl.ToolCalls)
-	b.sl.Steps, b.sl.ToolCalls = final(b.sl.Steps), final(b.sl.ToolCalls)
+	b.sl.Steps, b.sl.ToolCalls = b.stepBlock.keep(b.sl.Steps), b.callBlock.keep(b.sl.ToolCalls)
 	return b.sl
 }
 
-// rows is the row slice of a session that may have n rows.
-func rows[T any](n int) []T {
-	if n == 0 {
+// rowBlock is the number of rows (or Storylines) allocated at once for
+// the small sessions of a stream; a session of more than a quarter of it
+// has rows of its own.
+const rowBlock = 64
+
+// block is where the rows of small sessions are taken from: one
+// allocation for many sessions. A Storyline's rows are capped at their
+// length, so that appending to them cannot reach the next session's.
+type block[T any] struct {
+	rows   []T
+	carved int // the size of the part handed out last
+}
+
+// carve returns the row slice of a session that may have n rows.
+func (bl *block[T]) carve(n int) []T {
+	bl.carved = 0
+	switch {
+	case n == 0:
 		return nil
+	case n > rowBlock/4:
+		return make([]T, 0, min(n, reuseLimit))
+	case cap(bl.rows)-len(bl.rows) < n:
+		bl.rows = make([]T, 0, rowBlock)
 	}
-	return make([]T, 0, min(n, reuseLimit))
+	at := len(bl.rows)
+	bl.carved = n
+	return bl.rows[at : at : at+n]
+}
+
+// keep is a session's rows once built: rows that stayed in the part carve
+// handed out are kept in the block, anything else as final leaves it.
+func (bl *block[T]) keep(rows []T) []T {
+	at := len(bl.rows)
+	if bl.carved == 0 {
+		return final(rows)
+	}
+	part := bl.rows[at : at+bl.carved]
+	if len(rows) > 0 && &rows[0] == &part[0] {
+		bl.rows = bl.rows[:at+len(rows)]
+		return rows[:len(rows):len(rows)]
+	}
+	clear(part) // rows outgrew it: what was appended there is garbage
+	return final(rows)
 }
 
 // final is a session's rows: nil when there are none (as appending would
@@ -437,10 +491,11 @@ func (b *builder) llmEnd(e *event) {
 	b.llmEnded = true
 	first := len(b.sl.ToolCalls)
 	b.addCalls(e, st.StepID, m.calls)
-	turn := make([]int, 0, len(b.sl.ToolCalls)-first)
+	at := len(b.turnRows)
 	for row := first; row < len(b.sl.ToolCalls); row++ {
-		turn = append(turn, row)
+		b.turnRows = append(b.turnRows, row)
 	}
+	turn := b.turnRows[at:len(b.turnRows):len(b.turnRows)]
 	b.turnCalls[e.parentUUID] = turn
 	if e.uuid != "" {
 		b.turnCalls[e.uuid] = turn
@@ -757,7 +812,7 @@ func (x *rowExtra) append(b []byte) []byte {
 		b = jsonx.AppendQuoted(memberKey(b, start, "data_schema"), x.dataSchema)
 	}
 	if x.err != nil {
-		b = append(memberKey(b, start, "error"), jsonx.CompactValid(x.err)...) // a member of a validated line
+		b = jsonx.AppendCompactValid(memberKey(b, start, "error"), x.err) // a member of a validated line
 	}
 	if x.event != nil {
 		b = append(memberKey(b, start, "event"), *x.event...)

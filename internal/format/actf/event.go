@@ -257,6 +257,13 @@ func (s *stream) time(t time.Time) *time.Time {
 // per line: an unescaped string is its bytes, and a key of scopes is valid
 // UTF-8, so a match is the string format.String would return.
 func scopeID(raw []byte, scopes map[string]scope) string {
+	if len(raw) == 0 { // absent (see str)
+		return ""
+	}
+	return knownScopeID(raw, scopes)
+}
+
+func knownScopeID(raw []byte, scopes map[string]scope) string {
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		if sc, ok := scopes[string(raw[1:n-1])]; ok {
 			return sc.uuid
@@ -268,9 +275,14 @@ func scopeID(raw []byte, scopes map[string]scope) string {
 // symbol is format.Symbol for the envelope's enumerations, whose known
 // values are matched as written, without hashing.
 func symbol(raw []byte) string {
-	switch string(raw) {
-	case "":
+	if len(raw) == 0 { // absent (see str)
 		return ""
+	}
+	return symbolValue(raw)
+}
+
+func symbolValue(raw []byte) string {
+	switch string(raw) {
 	case `"ScopeStart"`:
 		return "ScopeStart"
 	case `"ScopeEnd"`:
@@ -360,6 +372,13 @@ func phaseOf(kind, scopeCategory string) phase {
 // decodedData unwraps data that a producer JSON-encoded into a string
 // (seen in Relay captures); other values are returned unchanged.
 func decodedData(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 { // absent (see str)
+		return nil
+	}
+	return decodedValue(raw)
+}
+
+func decodedValue(raw json.RawMessage) json.RawMessage {
 	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return raw
@@ -385,6 +404,13 @@ func subObject(raw json.RawMessage) map[string]json.RawMessage {
 // ASCII, which an unescaped name matches only as its bytes); an object
 // with an escaped name goes to format.Fields.
 func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
+	if len(raw) == 0 { // absent (see str)
+		return false
+	}
+	return objectFields(raw, keys, vals)
+}
+
+func objectFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 	i := jsonx.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
@@ -424,6 +450,13 @@ func subFields(raw json.RawMessage, keys []string, vals [][]byte) bool {
 
 // str is the string value raw, or "" for any other value.
 func str(raw json.RawMessage) string {
+	if len(raw) == 0 { // absent, as most members asked for are: inlined, no call
+		return ""
+	}
+	return stringValue(raw)
+}
+
+func stringValue(raw json.RawMessage) string {
 	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""

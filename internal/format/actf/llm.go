@@ -144,7 +144,8 @@ func geminiSystem(raw json.RawMessage) *message {
 }
 
 func messageList(raw json.RawMessage) ([]message, bool) {
-	items, ok := array(raw)
+	var buf [arrayBuf][]byte
+	items, ok := array(raw, buf[:0])
 	if !ok {
 		return nil, false
 	}
@@ -160,20 +161,30 @@ func messageList(raw json.RawMessage) ([]message, bool) {
 }
 
 // array is format.Array for a member of a validated line (or an absent
-// one), without validating it again.
-func array(raw json.RawMessage) ([][]byte, bool) {
+// one), without validating it again. The elements are appended to buf:
+// callers that only loop over them pass a buffer on their stack, where
+// each array was an allocation or more (nil when absent or null).
+func array(raw json.RawMessage, buf [][]byte) ([][]byte, bool) {
 	if len(format.TrimSpace(raw)) == 0 {
 		return nil, false
 	}
 	if format.IsNull(raw) {
 		return nil, true
 	}
-	return format.SplitArray(raw)
+	elems, ok := format.AppendElements(buf, raw)
+	if len(elems) == 0 {
+		elems = nil // as SplitArray leaves an empty array
+	}
+	return elems, ok
 }
+
+// arrayBuf is the size of the stack buffers passed to array: most arrays
+// of a payload (messages, tool calls) are short.
+const arrayBuf = 8
 
 // objectArray is format.ObjectArray for a member of a validated line.
 func objectArray(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
-	elems, ok := array(raw)
+	elems, ok := array(raw, nil)
 	if !ok {
 		return nil, false
 	}
@@ -288,7 +299,8 @@ func splitBlocks(m *message, blocks []map[string]json.RawMessage) (texts []strin
 // openAICalls decodes tool_calls in the OpenAI shape ({id, function:{name,
 // arguments}}) or the flattened NAT draft shape ({id, name, arguments}).
 func openAICalls(raw json.RawMessage) []call {
-	items, ok := array(raw)
+	var buf [arrayBuf][]byte
+	items, ok := array(raw, buf[:0])
 	if format.IsNull(raw) || !ok {
 		return nil
 	}

@@ -73,3 +73,22 @@ func TestInPlaceRewriteRestoringMtimeIsCaught(t *testing.T) {
 		}
 	}
 }
+
+// TestFileRevisionRef: a pin's text is part of cache keys and snapshot ids,
+// so its form never changes.
+func TestFileRevisionRef(t *testing.T) {
+	mtime := time.Date(2026, 3, 4, 5, 6, 7, 890, time.FixedZone("x", 3600))
+	for _, c := range []struct {
+		r    catalog.FileRevision
+		want string
+	}{
+		{catalog.FileRevision{Size: 12, ModTime: mtime, Dev: 2049, Inode: 77}, "size=12;mtime=2026-03-04T04:06:07.00000089Z;dev=2049;ino=77"},
+		{catalog.FileRevision{Size: 0, ModTime: mtime.Truncate(time.Second), Dev: 1, Inode: 1<<63 + 5, ChangeTime: mtime.Add(time.Hour)},
+			"size=0;mtime=2026-03-04T04:06:07Z;dev=1;ino=9223372036854775813;ctime=2026-03-04T05:06:07.00000089Z"},
+		{catalog.FileRevision{Size: -1}, "size=-1;mtime=0001-01-01T00:00:00Z;dev=0;ino=0"},
+	} {
+		if got := c.r.Ref(); got != c.want {
+			t.Errorf("Ref() = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"time"
 )
 
@@ -38,12 +39,19 @@ type FileRevision struct {
 
 func (r FileRevision) RevisionKind() string { return "local_fingerprint" }
 
+// Ref is size=…;mtime=…;dev=…;ino=…[;ctime=…], times in RFC 3339 with
+// nanoseconds, UTC. It is appended piece by piece: a query over thousands of
+// cached files computes one per file before it can run (its cache keys).
 func (r FileRevision) Ref() string {
-	ref := fmt.Sprintf("size=%d;mtime=%s;dev=%d;ino=%d", r.Size, r.ModTime.UTC().Format(time.RFC3339Nano), r.Dev, r.Inode)
+	b := make([]byte, 0, 112)
+	b = strconv.AppendInt(append(b, "size="...), r.Size, 10)
+	b = r.ModTime.UTC().AppendFormat(append(b, ";mtime="...), time.RFC3339Nano)
+	b = strconv.AppendUint(append(b, ";dev="...), r.Dev, 10)
+	b = strconv.AppendUint(append(b, ";ino="...), r.Inode, 10)
 	if !r.ChangeTime.IsZero() {
-		ref += ";ctime=" + r.ChangeTime.UTC().Format(time.RFC3339Nano)
+		b = r.ChangeTime.UTC().AppendFormat(append(b, ";ctime="...), time.RFC3339Nano)
 	}
-	return ref
+	return string(b)
 }
 
 // ErrSourceChanged is returned when a pinned local file no longer matches

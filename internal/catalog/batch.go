@@ -12,6 +12,46 @@ import (
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
+// ResolveCached resolves the requested relations that the normalization
+// cache holds verified entries for, and leaves the rest unresolved. It is
+// what can be done for a query before its SQL is analyzed: verifying the
+// cached files is most of a warm query's plan, and a relation resolved
+// that the query then does not read costs only that verification.
+func (snap *Snapshot) ResolveCached(reqs []FileRequest) {
+	if snap.cache == nil {
+		return
+	}
+	snap.batchMu.Lock()
+	defer snap.batchMu.Unlock()
+	claimed, unlock := claim(reqs)
+	defer unlock()
+	snap.fromCache(claimed)
+}
+
+// claim takes the locks of the unresolved cells of local file sources the
+// requests ask for; holding them makes concurrent Resolve calls for them
+// wait (single flight). unlock releases them.
+func claim(reqs []FileRequest) (claimed []cacheClaim, unlock func()) {
+	var held [][]int // the cells each claim holds
+	for _, r := range reqs {
+		s := r.Source
+		if _, ok := s.Revision.(*FileRevision); !ok || s.Err != nil {
+			continue
+		}
+		h, missing := s.relations.lock(r.Relations)
+		if len(missing) == 0 {
+			s.relations.unlock(h)
+			continue
+		}
+		claimed, held = append(claimed, cacheClaim{s: s, missing: missing}), append(held, h)
+	}
+	return claimed, func() {
+		for i, c := range claimed {
+			c.s.relations.unlock(held[i])
+		}
+	}
+}
+
 // FileRequest asks for some Storyline relations of a file source.
 type FileRequest struct {
 	Source    *Source
@@ -33,28 +73,9 @@ type FileRequest struct {
 func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) error {
 	snap.batchMu.Lock()
 	defer snap.batchMu.Unlock()
-	// Claim the unresolved cells; holding their locks makes concurrent
-	// Resolve calls for them wait for this batch (single flight).
-	var claimed []cacheClaim // the relations to normalize, after the cache
-	var held [][]int         // the cells each claim holds
-	defer func() {
-		for i, c := range claimed {
-			c.s.relations.unlock(held[i])
-		}
-	}()
-	var keys []string // the distinct sets of requested relations, in order
-	for _, r := range reqs {
-		s := r.Source
-		if _, ok := s.Revision.(*FileRevision); !ok || s.Err != nil {
-			continue
-		}
-		h, missing := s.relations.lock(r.Relations)
-		if len(missing) == 0 {
-			s.relations.unlock(h)
-			continue
-		}
-		claimed, held = append(claimed, cacheClaim{s: s, missing: missing}), append(held, h)
-	}
+	claimed, unlock := claim(reqs)
+	defer unlock()
+	var keys []string       // the distinct sets of requested relations, in order
 	snap.fromCache(claimed) // normcache.go
 	var todo []int          // claimed sources with relations the cache does not hold
 	for i := range claimed {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -327,4 +328,67 @@ func chatWithCalls(tag string, n int) string {
 	}
 	msgs = append(msgs, `{"role":"assistant","content":"done"}`)
 	return `{"session_id":"s-` + tag + `","messages":[` + strings.Join(msgs, ",") + `]}` + "\n"
+}
+
+// TestResolveCachedResolvesOnlyWhatTheCacheHolds: what a query does before
+// its SQL is analyzed serves the cache's relations and normalizes nothing;
+// relations the cache does not hold stay for the query to resolve.
+func TestResolveCachedResolvesOnlyWhatTheCacheHolds(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	root, dir := chatTree(t), t.TempDir()
+	requests := func(snap *catalog.Snapshot, rels ...string) []catalog.FileRequest {
+		var reqs []catalog.FileRequest
+		for _, s := range snap.Datasets[0].Sources {
+			reqs = append(reqs, catalog.FileRequest{Source: s, Relations: rels})
+		}
+		return reqs
+	}
+	build := func() *catalog.Snapshot {
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+
+	cold := build()
+	cold.ResolveCached(requests(cold, model.RelSteps))
+	if n := cold.Resolves(); n != 0 {
+		t.Fatalf("an empty cache: %d sources normalized, want 0", n)
+	}
+	cold.Close()
+	if st := testutil.CacheStats(t, dir); st.Hits != 0 || st.Stored != 0 {
+		t.Fatalf("an empty cache: %+v, want no hit and nothing stored", st)
+	}
+
+	want := mustCachedQuery(t, root, cacheOptions(dir), batchSQL) // keeps steps
+	warm := build()
+	defer warm.Close()
+	formats := func(snap *catalog.Snapshot) string { // known once a source is resolved
+		var out []string
+		for _, s := range snap.Datasets[0].Sources {
+			out = append(out, s.File+"="+s.Format())
+		}
+		return strings.Join(out, " ")
+	}
+	before := formats(warm)
+	warm.ResolveCached(requests(warm, model.RelSteps, model.RelToolCalls))
+	if n := warm.Resolves(); n != 0 {
+		t.Fatalf("%d sources normalized, want 0", n)
+	}
+	if after := formats(warm); after == before || strings.Count(after, "=openai") != 3 {
+		t.Fatalf("ResolveCached served no cached relation: formats %s, before %s", after, before)
+	}
+	if got, err := queryRows(t, warm, batchSQL); err != nil || got != want {
+		t.Fatalf("steps after ResolveCached: %s, %v; want %s", got, err, want)
+	}
+	if n := warm.Resolves(); n != 0 {
+		t.Fatalf("steps were served from the cache, yet %d sources were normalized", n)
+	}
+	if _, err := queryRows(t, warm, "SELECT count(*) FROM tool_calls"); err != nil {
+		t.Fatal(err)
+	}
+	if n := warm.Resolves(); n == 0 {
+		t.Fatal("tool_calls, which the cache did not hold, were resolved without normalizing")
+	}
 }

@@ -188,6 +188,46 @@ func (e *Engine) Warm(ctx context.Context, texts []string) {
 	}
 }
 
+// prefetch serves from the normalization cache, while a parserless
+// engine's instance is still starting, the relations whose names the SQL
+// text holds, for every file source: the plan cannot start before that
+// instance has parsed the SQL, and verifying cached files is most of a warm
+// query's plan. The names are a conservative guess (a relation the query
+// reads is named in its text; one named only in a string costs a
+// verification), misses are left for the plan, which resolves only what
+// the analysis asks for, and a text already analyzed needs none. The
+// channel closes when it is done.
+func (e *Engine) prefetch(sqlText string) <-chan struct{} {
+	done := make(chan struct{})
+	e.mu.Lock()
+	analyzed := e.analyses[sqlText] != nil
+	e.mu.Unlock()
+	lower := strings.ToLower(sqlText)
+	var rels []string
+	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls} {
+		if !analyzed && strings.Contains(lower, rel) {
+			rels = append(rels, rel)
+		}
+	}
+	if len(rels) == 0 {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		for _, d := range e.snap.Datasets {
+			var reqs []catalog.FileRequest
+			for _, src := range d.Sources {
+				if src.Kind == catalog.KindFile {
+					reqs = append(reqs, catalog.FileRequest{Source: src, Relations: rels})
+				}
+			}
+			e.snap.ResolveCached(reqs)
+		}
+	}()
+	return done
+}
+
 // planFor prunes and resolves the sources of an analysis. A plan whose
 // sources all resolved is reused for the same analysis: every resolution,
 // result or error, is fixed for the Snapshot's life, so the plan cannot

@@ -145,6 +145,10 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		return err
 	}
 	if e.parser == nil {
+		if opts.Restrict == nil {
+			prefetched := e.prefetch(sqlText)
+			defer func() { <-prefetched }()
+		}
 		if err = take(nil); err != nil {
 			return nil, err
 		}

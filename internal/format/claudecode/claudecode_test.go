@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -463,7 +464,8 @@ func FuzzArgumentsText(f *testing.F) {
 
 // FuzzScanLine checks the one-pass scan of a line against split, the
 // general path: the scanner takes exactly the valid objects, with the
-// members and message members split gives.
+// members, message members and content blocks (as SplitArray and
+// AppendMembers find them) split gives.
 func FuzzScanLine(f *testing.F) {
 	for _, name := range fixtures {
 		for _, line := range bytes.Split(testutil.Fixture(f, name), []byte("\n")) {
@@ -472,16 +474,60 @@ func FuzzScanLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"message":{"a":1},"message":[]}`))
 	f.Add([]byte(` {"type" : "user", "message" : {"role":"user"} , "m\u0065ssage":{"content":"x"}} `))
+	f.Add([]byte(`{"message":{"content":[{"type":"text","text":"a"}, 1 ,{"c\u006fntent":[]}],"content":[{}]}}`))
+	f.Add([]byte(`{"message":{"content":[{"a":1}]},"message":{"content":"x"}}`))
+	f.Add([]byte(`{"message":{"content":[{"a":1}]},"message":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession(format.Source{})
 		scanned := s.scan(line)
-		top, msg, msgObject := slices.Clone(s.top), slices.Clone(s.msg), s.msgObject
+		top, msg, msgObject, blocks := slices.Clone(s.top), slices.Clone(s.msg), s.msgObject, contentBlocks(s)
 		err := s.split(1, line)
 		if scanned != (err == nil) {
 			t.Fatalf("scanned %v, split error %v", scanned, err)
 		}
-		if scanned && (!reflect.DeepEqual(top, s.top) || msgObject != s.msgObject || msgObject && !reflect.DeepEqual(msg, s.msg)) {
+		if !scanned {
+			return
+		}
+		if !reflect.DeepEqual(top, s.top) || msgObject != s.msgObject || msgObject && !reflect.DeepEqual(msg, s.msg) {
 			t.Fatalf("scanned %q %q %v, split %q %q %v", top, msg, msgObject, s.top, s.msg, s.msgObject)
 		}
+		// What the content blocks were before the one-pass list.
+		var want []blockMembers
+		if elems, isArray := format.SplitArray(s.msg.Get("content")); s.msgObject && isArray {
+			want = []blockMembers{}
+			for _, e := range elems {
+				ms, isObject := format.AppendMembers(nil, e)
+				want = append(want, blockMembers{e, ms, isObject})
+			}
+		}
+		if !reflect.DeepEqual(blocks, want) || !reflect.DeepEqual(contentBlocks(s), want) {
+			t.Fatalf("scanned blocks %s, split %s, want %s", blocks, contentBlocks(s), want)
+		}
 	})
+}
+
+type blockMembers struct {
+	elem     []byte
+	members  format.Members
+	isObject bool
+}
+
+func (b blockMembers) String() string { return fmt.Sprintf("%s %q %v", b.elem, b.members, b.isObject) }
+
+// contentBlocks is a copy of s's content blocks; nil when the content is
+// not an array.
+func contentBlocks(s *session) []blockMembers {
+	if !s.listed {
+		return nil
+	}
+	out := []blockMembers{}
+	for i, e := range s.content.Elems {
+		ms, isObject := s.content.Object(i)
+		var clone format.Members // nil when empty, as AppendMembers leaves it
+		if len(ms) > 0 {
+			clone = slices.Clone(ms)
+		}
+		out = append(out, blockMembers{e, clone, isObject})
+	}
+	return out
 }

@@ -83,10 +83,12 @@ type session struct {
 	tasks []string // step ids
 	// Member lists reused from line to line (maps, filled and cleared per
 	// line, were a quarter of the profile): the line's members, its
-	// message's (msgObject: the message is an object), a content block's
-	// and usage's; then what an assistant line adds to its step's extra.
-	top, msg, blk, use format.Members
-	msgObject          bool
+	// message's (msgObject: the message is an object), its content blocks
+	// (listed: the content is an array) and usage's; then what an
+	// assistant line adds to its step's extra.
+	top, msg, use     format.Members
+	content           format.List
+	msgObject, listed bool
 	// runDropped are the runKeys the line drops (dropRunValues), known
 	// the names its extras leave out (extraKnown).
 	runDropped [len(runKeys)]bool
@@ -210,16 +212,17 @@ func (s *session) line(n int64, raw []byte) error {
 	return nil
 }
 
-// scan validates a line and splits its members and its message's in one
-// pass (into s.top, s.msg). false: the line is not a valid object, or the
-// scanner cannot tell; split then reads it the general way.
+// scan validates a line and splits its members, its message's and its
+// message's content blocks in one pass (into s.top, s.msg, s.content).
+// false: the line is not a valid object, or the scanner cannot tell; split
+// then reads it the general way.
 func (s *session) scan(raw []byte) bool {
 	i := jsonx.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	end, top, msg, msgObject, ok := format.ScanMembersWithin(raw, i, 0, s.top[:0], "message", s.msg[:0])
-	s.top, s.msg, s.msgObject = top, msg, msgObject
+	end, top, msg, msgObject, listed, ok := format.ScanMembersWithinListed(raw, i, 0, s.top[:0], "message", s.msg[:0], "content", &s.content)
+	s.top, s.msg, s.msgObject, s.listed = top, msg, msgObject, listed
 	return ok && jsonx.SkipWS(raw, end) == len(raw)
 }
 
@@ -239,6 +242,7 @@ func (s *session) split(n int64, raw []byte) error {
 		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
 	}
 	s.msg, s.msgObject = format.AppendMembers(s.msg[:0], s.top.Get("message"))
+	s.listed = s.msgObject && format.SplitList(&s.content, s.msg.Get("content"))
 	return nil
 }
 
@@ -490,10 +494,8 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 		return format.StripExtra(s.lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
-	content := msg.Get("content")
-	blocks, isArray := format.SplitArray(content)
-	if !isArray {
-		text, kind, ok := format.Content(content)
+	if !s.listed {
+		text, kind, ok := content(msg.Get("content"))
 		st := model.Step{StepID: newID(), Source: model.SourceUser, MessageKind: kind, Timestamp: ts, Extra: take()}
 		if ok {
 			st.MessageValue = model.StrAlways(text)
@@ -504,9 +506,9 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 	}
 	var others [][]byte
 	userAt := -1
+	blocks := s.content.Elems
 	for i, b := range blocks {
-		blk, isObject := format.AppendMembers(s.blk[:0], b)
-		s.blk = blk
+		blk, isObject := s.content.Object(i)
 		if !isObject || symbol(blk.Get("type")) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
@@ -540,7 +542,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 // (m its message's extra) when the step is the line's first, which takes
 // the line's extra; else nil.
 func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk format.Members, obj *format.Members, m *string) {
-	text, kind, ok := format.Content(blk.Get("content"))
+	text, kind, ok := content(blk.Get("content"))
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
@@ -626,21 +628,19 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 	if fresh {
 		st.Extra = s.freshExtra(obj, m)
 	}
-	content := msg.Get("content")
-	blocks, isArray := format.SplitArray(content)
-	if !isArray {
-		if text, _, ok := format.Content(content); ok {
-			la.texts = append(la.texts, text)
-		}
+	var blocks [][]byte
+	if s.listed {
+		blocks = s.content.Elems
+	} else if text, _, ok := content(msg.Get("content")); ok {
+		la.texts = append(la.texts, text)
 	}
 	for i, b := range blocks {
-		blk, _ := format.AppendMembers(s.blk[:0], b) // empty when b is not an object
-		s.blk = blk
+		blk, _ := s.content.Object(i) // empty when b is not an object
 		switch symbol(blk.Get("type")) {
 		case "text":
-			la.texts = append(la.texts, format.String(blk.Get("text")))
+			la.texts = append(la.texts, format.ValidString(blk.Get("text")))
 		case "thinking":
-			la.reasoning = append(la.reasoning, format.String(blk.Get("thinking")))
+			la.reasoning = append(la.reasoning, format.ValidString(blk.Get("thinking")))
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
@@ -914,6 +914,16 @@ func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *
 		obj.Set(k, format.JoinArray(append(list, add...)))
 	}
 	return obj.Extra(nil)
+}
+
+// content is format.Content of a value from a validated line, a string
+// unescaped without scanning it again (format.ValidString): tool results,
+// half the bytes of a session, are strings.
+func content(raw []byte) (text, kind string, ok bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return format.ValidString(raw), format.KindText, true
+	}
+	return format.Content(raw)
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with

@@ -371,6 +371,13 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","uuid":"a","sessionId":"s","isSidechain":true,"message":{"id":"m","content":[{"type":"tool_use"}],"usage":null}}`))
 	f.Add([]byte(`{"type":"user","sessionId":"s","message":{"content":[{"type":"tool_result","content":[{"type":"image","source":{"data":1}}]},"x",null]}}`))
 	f.Add([]byte("null\n[]\n{}\n"))
+	f.Add([]byte(`{"type":"assistant","uuid":"a","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1,"x":2}}}
+{"type":"assistant","uuid":"b","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1,"x":2}}}
+{"type":"assistant","uuid":"c","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}
+{"type":"assistant","sessionId":"s","` + "\xff" + `":1,"message":{"id":"m","usage":{"input_tokens":1}}}
+{"type":"user","sessionId":"s","message":{"content":"x"}}
+{"type":"assistant","uuid":"d","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}
+{"type":"assistant","uuid":"e","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		New().Detect(format.NewProbe("f.jsonl", data, false))
 		var whole, parts []*model.Storyline
@@ -401,6 +408,19 @@ func FuzzNormalize(f *testing.F) {
 		joined, jerr := testutil.AssembleParts(parts)
 		if jerr != nil {
 			t.Fatal(jerr)
+		}
+		// Every line's usage read, the same Storylines as repeated ones skipped.
+		flushBytes, rereadUsage = old, true
+		defer func() { rereadUsage = false }()
+		var reread []*model.Storyline
+		if err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, Layout,
+			func(sl *model.Storyline) error { reread = append(reread, sl); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(whole, reread) {
+			w, _ := json.MarshalIndent(whole, "", " ")
+			r, _ := json.MarshalIndent(reread, "", " ")
+			t.Fatalf("repeated usage skipped differs from read again:\n%s", testutil.UnifiedDiff(string(r), string(w)))
 		}
 		if !reflect.DeepEqual(whole, joined) {
 			w, _ := json.MarshalIndent(whole, "", " ")

@@ -58,6 +58,10 @@ var (
 // taskTools are the tool names Claude Code uses to start a subagent.
 var taskTools = map[string]bool{"Task": true, "Agent": true}
 
+// rereadUsage reads every line's usage, repeated or not: FuzzNormalize's
+// reference for the lines that skip it (chain.lastUsage).
+var rereadUsage = false
+
 // flushBytes is how many bytes of lines a session reads between two
 // deliveries of its finished rows, when its receiver takes runs in parts.
 var flushBytes = 4 << 20
@@ -118,6 +122,11 @@ type chain struct {
 	tally              model.Tally
 	started, ended     *time.Time
 	lastCallStep       string // the step of the chain's latest tool call
+	// lastUsage is the usage of the open agent step's latest line that
+	// read it, and lastUsageExtra what it added to the step's extra: the
+	// lines of one response repeat it, and reading it again was a twentieth
+	// of the profile.
+	lastUsage, lastUsageExtra []byte
 }
 
 type lastAgent struct {
@@ -624,7 +633,12 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 			c.modelName = m
 		}
 	}
-	s.usage(c, n, st, msgID, msg.Get("usage"))
+	if u := msg.Get("usage"); fresh || rereadUsage || !bytes.Equal(u, c.lastUsage) || c.countedOn[msgID] != st.StepID {
+		s.usage(c, n, st, msgID, u)
+		c.lastUsage, c.lastUsageExtra = append(c.lastUsage[:0], u...), s.set["usage"]
+	} else if c.lastUsageExtra != nil {
+		s.set["usage"] = c.lastUsageExtra // what reading it again would add
+	}
 	if fresh {
 		st.Extra = s.freshExtra(obj, m)
 	}

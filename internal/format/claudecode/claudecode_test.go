@@ -448,9 +448,9 @@ func FuzzFreshExtra(f *testing.F) {
 		m := mobj.Extra(nil)
 		again, _ := format.AppendMembers(nil, line)
 		s := newSession(format.Source{})
-		want := addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
+		want := s.addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s.set[key] = val
-		got := addExtra(s.freshExtra(&obj, m), s.set, nil)
+		got := s.addExtra(s.freshExtra(&obj, m), s.set, nil)
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("freshExtra: %v, want %v", deref(got), deref(want))
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -99,6 +100,7 @@ type session struct {
 	known      []string
 	set        map[string][]byte
 	lists      map[string][][]byte
+	extra      format.Members // addExtra's members, reused
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -155,10 +157,10 @@ func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
 }
 
 // close writes the open agent step's pending extra and closes the step.
-func (c *chain) close() {
+func (s *session) close(c *chain) {
 	if la := c.last; la != nil {
 		st := c.step(la.idx)
-		st.Extra = addExtra(st.Extra, la.set, la.lists)
+		st.Extra = s.addExtra(st.Extra, la.set, la.lists)
 		c.last = nil
 	}
 }
@@ -487,7 +489,7 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj *format.Members
 		st.MessageValue = model.StrAlways(text)
 	}
 	c.add(st)
-	c.close()
+	s.close(c)
 }
 
 // user maps a user line: tool_result blocks become tool steps linked to
@@ -510,7 +512,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 			st.MessageValue = model.StrAlways(text)
 		}
 		c.add(st)
-		c.close() // a user turn closes the open API response
+		s.close(c) // a user turn closes the open API response
 		return
 	}
 	var others [][]byte
@@ -542,7 +544,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 		// A user turn closes the open API response; tool results alone do
 		// not (Claude Code may write a result before the response's next
 		// tool_use line).
-		c.close()
+		s.close(c)
 	}
 }
 
@@ -562,11 +564,11 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 		s.set["tool_result"] = []byte(*e)
 	}
 	if obj == nil {
-		st.Extra = format.StripExtra(addExtra(nil, s.set, nil))
+		st.Extra = format.StripExtra(s.addExtra(nil, s.set, nil))
 	} else if extra := s.freshExtra(obj, m); len(s.set) == 0 && e != nil {
 		st.Extra = extra // written with tool_result, and left as it is by stripping
 	} else {
-		st.Extra = format.StripExtra(addExtra(extra, s.set, nil))
+		st.Extra = format.StripExtra(s.addExtra(extra, s.set, nil))
 	}
 	c.add(st)
 	isErr, _ := format.Bool(blk.Get("is_error"))
@@ -618,7 +620,7 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
-		c.close()
+		s.close(c)
 		la = &lastAgent{idx: idx, msgID: msgID}
 		c.last = la
 		st = c.step(idx)
@@ -754,9 +756,9 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 // order of first appearance. A file with only sidechain lines (a subagent
 // file) has no main Storyline: its run-level data goes to the first child.
 func (s *session) finish() []*model.Storyline {
-	s.main.close()
+	s.close(s.main)
 	for _, c := range s.children {
-		c.close()
+		s.close(c)
 	}
 	mainID := s.sessionID
 	if mainID == "" {
@@ -912,13 +914,14 @@ func (s *session) runExtra() *string {
 // addExtra sets the members of set in extra (nil = empty; always an object
 // this adapter wrote) and appends the elements of lists (valid JSON) to
 // its arrays, a member that is not an array counting as empty.
-func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
+func (s *session) addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
 	if len(set) == 0 && len(lists) == 0 {
 		return extra
 	}
-	var obj format.Members
+	obj := s.extra[:0]
 	if extra != nil {
-		obj, _ = format.AppendMembers(nil, []byte(*extra))
+		// Read in place: the members are only read, and written into a new text.
+		obj, _ = format.AppendMembers(obj, unsafe.Slice(unsafe.StringData(*extra), len(*extra)))
 	}
 	for k, v := range set {
 		obj.Set(k, v)
@@ -927,6 +930,7 @@ func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *
 		list, _ := format.SplitArray(obj.Get(k))
 		obj.Set(k, format.JoinArray(append(list, add...)))
 	}
+	s.extra = obj
 	return obj.Extra(nil)
 }
 

@@ -113,8 +113,10 @@ type chain struct {
 	stepIDs  map[string]bool
 	pending  map[string][]int // tool_use id → indexes of unanswered calls
 	// The open agent step: the latest agent step, which later lines of the
-	// same API response (same message.id) are merged into.
+	// same API response (same message.id) are merged into; agent holds it,
+	// reused from step to step (open).
 	last                *lastAgent
+	agent               lastAgent
 	countedOn           map[string]string // message.id → step id whose usage was counted
 	modelName, anyModel string
 	// What the parts already emitted (flush) leave behind: sl holds the
@@ -154,6 +156,18 @@ func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
 	for k, l := range lists {
 		la.lists[k] = append(la.lists[k], l...)
 	}
+}
+
+// open makes agent step idx the open one, in the storage of the one
+// before (closed): a new one, and its maps, per step were a fiftieth of
+// the profile.
+func (c *chain) open(idx int, msgID string) *lastAgent {
+	la := &c.agent
+	clear(la.set)
+	clear(la.lists)
+	*la = lastAgent{idx: idx, msgID: msgID, texts: la.texts[:0], reasoning: la.reasoning[:0], set: la.set, lists: la.lists}
+	c.last = la
+	return la
 }
 
 // close writes the open agent step's pending extra and closes the step.
@@ -379,7 +393,7 @@ func hasAny(obj format.Members, set map[string][]byte) bool {
 // not mapped, and m (the message's) as extra.message.
 func (s *session) lineExtra(obj *format.Members, m *string) *string {
 	if m != nil {
-		obj.Set("message", []byte(*m))
+		obj.Set("message", textBytes(*m))
 	} else {
 		obj.Delete("message")
 	}
@@ -561,7 +575,7 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 	e := blk.Extra(nil, "type", "content")
 	clear(s.set)
 	if e != nil {
-		s.set["tool_result"] = []byte(*e)
+		s.set["tool_result"] = textBytes(*e)
 	}
 	if obj == nil {
 		st.Extra = format.StripExtra(s.addExtra(nil, s.set, nil))
@@ -616,13 +630,12 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 		// The last line's message members (stop_reason, …) win.
 		if m != nil {
-			s.set["message"] = []byte(*m)
+			s.set["message"] = textBytes(*m)
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
 		s.close(c)
-		la = &lastAgent{idx: idx, msgID: msgID}
-		c.last = la
+		la = c.open(idx, msgID)
 		st = c.step(idx)
 		fresh = true
 	}
@@ -748,7 +761,7 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 		st.CachedTokens = model.Int(read)
 	}
 	if e := u.Extra(nil, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
-		s.set["usage"] = []byte(*e)
+		s.set["usage"] = textBytes(*e)
 	}
 }
 
@@ -920,8 +933,7 @@ func (s *session) addExtra(extra *string, set map[string][]byte, lists map[strin
 	}
 	obj := s.extra[:0]
 	if extra != nil {
-		// Read in place: the members are only read, and written into a new text.
-		obj, _ = format.AppendMembers(obj, unsafe.Slice(unsafe.StringData(*extra), len(*extra)))
+		obj, _ = format.AppendMembers(obj, textBytes(*extra))
 	}
 	for k, v := range set {
 		obj.Set(k, v)
@@ -933,6 +945,10 @@ func (s *session) addExtra(extra *string, set map[string][]byte, lists map[strin
 	s.extra = obj
 	return obj.Extra(nil)
 }
+
+// textBytes is the bytes of an extra this adapter wrote, without a copy:
+// they are only read (split, and written into another extra).
+func textBytes(text string) []byte { return unsafe.Slice(unsafe.StringData(text), len(text)) }
 
 // content is format.Content of a value from a validated line, a string
 // unescaped without scanning it again (format.ValidString): tool results,

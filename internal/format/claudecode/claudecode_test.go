@@ -551,3 +551,15 @@ func contentBlocks(s *session) []blockMembers {
 	}
 	return out
 }
+
+// FuzzWrittenAs: an id writtenAs accepts is what format.String decodes.
+func FuzzWrittenAs(f *testing.F) {
+	for _, s := range [][2]string{{`"abc"`, "abc"}, {`"a\\b"`, `a\\b`}, {`"a\\b"`, `a\b`}, {"\"\xff\"", "\xff"}, {`""`, ""}, {`"é"`, "é"}, {`1`, "1"}} {
+		f.Add([]byte(s[0]), s[1])
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, s string) {
+		if writtenAs(raw, s) && format.String(raw) != s {
+			t.Fatalf("writtenAs(%q, %q), String %q", raw, s, format.String(raw))
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -273,9 +274,9 @@ func (s *session) split(n int64, raw []byte) error {
 
 // conversation handles user, assistant and system lines.
 func (s *session) conversation(n int64, typ string, obj *format.Members) {
-	c := s.chainFor(n, *obj)
-	s.identity(c, n, obj)
 	uuid := format.String(obj.Get("uuid"))
+	c := s.chainFor(n, *obj, uuid)
+	s.identity(c, n, obj)
 	id := uuid
 	if id == "" {
 		id = "line-" + strconv.FormatInt(n, 10)
@@ -403,9 +404,8 @@ func (s *session) lineExtra(obj *format.Members, m *string) *string {
 // chainFor picks the Storyline of a conversational line: the main chain,
 // or the sidechain of its agentId, else of its parent line, else a new
 // sidechain.
-func (s *session) chainFor(n int64, obj format.Members) *chain {
+func (s *session) chainFor(n int64, obj format.Members, uuid string) *chain {
 	side, _ := format.Bool(obj.Get("isSidechain"))
-	uuid := format.String(obj.Get("uuid"))
 	c := s.main
 	if side {
 		agent := format.String(obj.Get("agentId"))
@@ -449,7 +449,11 @@ func (s *session) chainFor(n int64, obj format.Members) *chain {
 // identity records the session id; a line of another session keeps its id
 // in its step extra (the member stays in obj).
 func (s *session) identity(c *chain, n int64, obj *format.Members) {
-	id := format.String(obj.Get("sessionId"))
+	raw := obj.Get("sessionId")
+	if writtenAs(raw, s.sessionID) {
+		return // the session's id: sessionId is an envelope key, it never reaches an extra
+	}
+	id := format.String(raw)
 	if id == "" {
 		return
 	}
@@ -617,9 +621,14 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // content_blocks) is collected in s.set and s.lists, then pended on the
 // open step: merging each member in turn re-read the extra every time.
 func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg format.Members, m *string, obj *format.Members) {
-	msgID := format.String(msg.Get("id"))
-	var st *model.Step
 	la := c.last
+	var msgID string
+	if raw := msg.Get("id"); la != nil && writtenAs(raw, la.msgID) {
+		msgID = la.msgID
+	} else {
+		msgID = format.String(raw)
+	}
+	var st *model.Step
 	clear(s.set)
 	clear(s.lists)
 	fresh := false // a new step, whose extra is written after its usage
@@ -944,6 +953,16 @@ func (s *session) addExtra(extra *string, set map[string][]byte, lists map[strin
 	}
 	s.extra = obj
 	return obj.Extra(nil)
+}
+
+// writtenAs reports that format.String of the scanned value raw is the
+// non-empty s as raw writes it, without decoding raw (false: decode it to
+// know). Ids repeat from line to line, and a decoded copy of each to
+// compare was an allocation.
+func writtenAs(raw []byte, s string) bool {
+	n := len(raw)
+	return s != "" && n == len(s)+2 && raw[0] == '"' && raw[n-1] == '"' && string(raw[1:n-1]) == s &&
+		strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s)
 }
 
 // textBytes is the bytes of an extra this adapter wrote, without a copy:

@@ -186,8 +186,8 @@ func compactJSON(t *testing.T, raw []byte) []byte {
 
 // FuzzString checks String's own unescaping against the codec: a string
 // the scanner accepts decodes as jsonx.Unmarshal and encoding/json decode
-// it (when unescape takes it), and String is the codec's answer whatever
-// the input.
+// it (when unescape takes it), String is the codec's answer whatever the
+// input, and ValidString is String for valid JSON.
 func FuzzString(f *testing.F) {
 	for _, s := range []string{`"a\nb"`, `"\"q\" \\ \/ \b\f\r\t"`, `"\u00e9\u20ac\u0000x"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\\n\"", `"a\"`, `"\x"`, `"\u12"`, `"é\n"`, "\"\x01\\n\"", `"a"b\n"`} {
 		f.Add([]byte(s))
@@ -207,6 +207,11 @@ func FuzzString(f *testing.F) {
 		}
 		if got := String(raw); codecErr == nil && bytes.Equal(bytes.TrimSpace(raw), raw) && len(raw) > 0 && raw[0] == '"' && got != want {
 			t.Fatalf("String %q, codec %q", got, want)
+		}
+		if jsonx.IsValid(raw) && bytes.Equal(bytes.TrimSpace(raw), raw) {
+			if got, str := ValidString(raw), String(raw); got != str {
+				t.Fatalf("ValidString %q, String %q", got, str)
+			}
 		}
 	})
 }

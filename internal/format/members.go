@@ -157,6 +157,51 @@ func ScanMembersWithin(b []byte, i, open int, out Members, name string, inner Me
 	}
 }
 
+// ScanMembersWithinListed is ScanMembersWithin that also splits the inner
+// object's member list, when it is an array (listed), into l, as
+// ScanMembersWithinList does, in the same pass: a Claude Code line's
+// content blocks, most of its bytes, are read once. (Not
+// ScanMembersWithin calling it with no list: the more general loop cost
+// Codex lines a hundredth.)
+func ScanMembersWithinListed(b []byte, i, open int, out Members, name string, inner Members, list string, l *List) (end int, members, innerMembers Members, innerObject, listed, ok bool) {
+	i = jsonx.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, out, inner, false, false, true
+	}
+	start := len(inner)
+	for {
+		var key []byte
+		if key, i, ok = scanName(b, i); !ok {
+			return i, out, inner, false, false, false
+		}
+		v := i
+		if name != "" && string(key) == name {
+			// A repeated member keeps its last value, as decoders do.
+			inner, innerObject, listed = inner[:start], false, false
+			switch {
+			case i < len(b) && b[i] == '{' && list != "":
+				i, inner, listed, ok = ScanMembersWithinList(b, i, open+1, inner, list, l)
+				innerObject = ok
+			case i < len(b) && b[i] == '{':
+				i, inner, ok = ScanMembers(b, i, open+1, inner)
+				innerObject = ok
+			default:
+				i, ok = jsonx.ScanValue(b, i, open+1)
+			}
+		} else {
+			i, ok = jsonx.ScanValue(b, i, open+1)
+		}
+		if !ok {
+			return i, out, inner, false, false, false
+		}
+		out = append(out, Member{Name: key, Val: b[v:i]})
+		var more bool
+		if i, more, ok = nextMember(b, i, '}'); !more {
+			return i, out, inner, innerObject && ok, listed && ok, ok
+		}
+	}
+}
+
 // scanName validates the member name at b[i] and its colon, and returns
 // the name (MemberName) and the index of the value.
 func scanName(b []byte, i int) ([]byte, int, bool) {

@@ -17,7 +17,9 @@ import (
 // AppendMembers lists the same, and Get, Has, Delete, Set and Extra answer
 // as the map and format.Extra / MergeExtra do. ScanMembersWithinList
 // accepts the same objects with the same members, and the list it splits
-// in that pass is SplitList's of the member (checkList).
+// in that pass is SplitList's of the member (checkList); so does
+// ScanMembersWithinListed, splitting the inner object's member of the same
+// name as SplitList does.
 func FuzzMembers(f *testing.F) {
 	for _, s := range []string{`{}`, ` { "a" : 1 , "m" : { "b" : [ 1 , { "c" : null } ] } } `, `{"m":1,"m":{"x":true}}`, `{"m":{"x":1},"m":"s"}`,
 		`{"a":1,"a":2,"b\u0061":3,"m":{"t":"\u00e9","t":-1.5e3}}`, "{\"\xff\":1,\"m\":{\"\xfe\":\"\x01\"}}", `{"m":{"a":"\ud800"}}`, `[{"m":{}}]`,
@@ -26,7 +28,8 @@ func FuzzMembers(f *testing.F) {
 		`{"m":[]}`, ` { "m" : [ 1 , { "a" : [ { } ] } , null , { } ] , "b" : 2 } `, `{"m":[{"a":1}],"m":{}}`, `{"m":{},"m":[{"a":1,"a":2}]}`,
 		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
 		`{"m":[` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}`, `{"m":[` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `]}`,
-		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`} {
+		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`,
+		`{"m":{"m":[{"a":1},2,{}],"m":[{"b":[]}]},"x":0}`, `{"m":{"m":[1]},"m":{"m":2}}`, `{"m":{"m":[1]},"m":3}`, `{"m":{"m":[{"a":}]}}`} {
 		f.Add([]byte(s), "m")
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, inner string) {
@@ -46,6 +49,7 @@ func FuzzMembers(f *testing.F) {
 			t.Fatalf("scanned %v, valid object %v", ok, want != nil)
 		}
 		checkList(t, raw, inner, members, want)
+		checkListed(t, raw, inner, ok, members, innerMembers, innerObject)
 		if !ok {
 			return
 		}
@@ -65,6 +69,38 @@ func FuzzMembers(f *testing.F) {
 			checkMembers(t, innerMembers, wantInner)
 		}
 	})
+}
+
+// checkListed checks ScanMembersWithinListed of raw, its inner object and
+// that object's list both named name, against what ScanMembersWithin gave
+// (ok, members, innerMembers, innerObject) and SplitList of the list.
+func checkListed(t *testing.T, raw []byte, name string, ok bool, members, innerMembers Members, innerObject bool) {
+	t.Helper()
+	var list List
+	var gotMembers, gotInner Members
+	var gotInnerObject, listed, gotOK bool
+	if i := jsonx.SkipWS(raw, 0); i < len(raw) && raw[i] == '{' {
+		var end int
+		end, gotMembers, gotInner, gotInnerObject, listed, gotOK = ScanMembersWithinListed(raw, i, 0, nil, name, nil, name, &list)
+		gotOK = gotOK && jsonx.SkipWS(raw, end) == len(raw)
+	}
+	if gotOK != ok || ok && (!reflect.DeepEqual(gotMembers, members) || gotInnerObject != innerObject || innerObject && !reflect.DeepEqual(gotInner, innerMembers)) {
+		t.Fatalf("ScanMembersWithinListed %v %q %q %v, ScanMembersWithin %v %q %q %v", gotOK, gotMembers, gotInner, gotInnerObject, ok, members, innerMembers, innerObject)
+	}
+	if !ok {
+		return
+	}
+	var split List
+	isArray := innerObject && name != "" && SplitList(&split, innerMembers.Get(name))
+	if listed != isArray || listed && !reflect.DeepEqual(list.Elems, split.Elems) {
+		t.Fatalf("listed %v %q, SplitList %v %q", listed, list.Elems, isArray, split.Elems)
+	}
+	for k := range split.Elems {
+		want, wantObject := split.Object(k)
+		if got, isObject := list.Object(k); listed && (isObject != wantObject || len(got)+len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("element %d: %q %v, SplitList %q %v", k, got, isObject, want, wantObject)
+		}
+	}
 }
 
 // checkList checks ScanMembersWithinList of raw against want (its map when

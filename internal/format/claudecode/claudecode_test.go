@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -370,6 +371,13 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","uuid":"a","sessionId":"s","isSidechain":true,"message":{"id":"m","content":[{"type":"tool_use"}],"usage":null}}`))
 	f.Add([]byte(`{"type":"user","sessionId":"s","message":{"content":[{"type":"tool_result","content":[{"type":"image","source":{"data":1}}]},"x",null]}}`))
 	f.Add([]byte("null\n[]\n{}\n"))
+	f.Add([]byte(`{"type":"assistant","uuid":"a","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1,"x":2}}}
+{"type":"assistant","uuid":"b","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1,"x":2}}}
+{"type":"assistant","uuid":"c","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}
+{"type":"assistant","sessionId":"s","` + "\xff" + `":1,"message":{"id":"m","usage":{"input_tokens":1}}}
+{"type":"user","sessionId":"s","message":{"content":"x"}}
+{"type":"assistant","uuid":"d","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}
+{"type":"assistant","uuid":"e","sessionId":"s","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		New().Detect(format.NewProbe("f.jsonl", data, false))
 		var whole, parts []*model.Storyline
@@ -401,6 +409,19 @@ func FuzzNormalize(f *testing.F) {
 		if jerr != nil {
 			t.Fatal(jerr)
 		}
+		// Every line's usage read, the same Storylines as repeated ones skipped.
+		flushBytes, rereadUsage = old, true
+		defer func() { rereadUsage = false }()
+		var reread []*model.Storyline
+		if err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, Layout,
+			func(sl *model.Storyline) error { reread = append(reread, sl); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(whole, reread) {
+			w, _ := json.MarshalIndent(whole, "", " ")
+			r, _ := json.MarshalIndent(reread, "", " ")
+			t.Fatalf("repeated usage skipped differs from read again:\n%s", testutil.UnifiedDiff(string(r), string(w)))
+		}
 		if !reflect.DeepEqual(whole, joined) {
 			w, _ := json.MarshalIndent(whole, "", " ")
 			j, _ := json.MarshalIndent(joined, "", " ")
@@ -427,9 +448,9 @@ func FuzzFreshExtra(f *testing.F) {
 		m := mobj.Extra(nil)
 		again, _ := format.AppendMembers(nil, line)
 		s := newSession(format.Source{})
-		want := addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
+		want := s.addExtra(format.StripExtra(s.lineExtra(&again, m)), map[string][]byte{key: val}, nil)
 		s.set[key] = val
-		got := addExtra(s.freshExtra(&obj, m), s.set, nil)
+		got := s.addExtra(s.freshExtra(&obj, m), s.set, nil)
 		if (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("freshExtra: %v, want %v", deref(got), deref(want))
 		}
@@ -463,7 +484,8 @@ func FuzzArgumentsText(f *testing.F) {
 
 // FuzzScanLine checks the one-pass scan of a line against split, the
 // general path: the scanner takes exactly the valid objects, with the
-// members and message members split gives.
+// members, message members and content blocks (as SplitArray and
+// AppendMembers find them) split gives.
 func FuzzScanLine(f *testing.F) {
 	for _, name := range fixtures {
 		for _, line := range bytes.Split(testutil.Fixture(f, name), []byte("\n")) {
@@ -472,16 +494,72 @@ func FuzzScanLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"message":{"a":1},"message":[]}`))
 	f.Add([]byte(` {"type" : "user", "message" : {"role":"user"} , "m\u0065ssage":{"content":"x"}} `))
+	f.Add([]byte(`{"message":{"content":[{"type":"text","text":"a"}, 1 ,{"c\u006fntent":[]}],"content":[{}]}}`))
+	f.Add([]byte(`{"message":{"content":[{"a":1}]},"message":{"content":"x"}}`))
+	f.Add([]byte(`{"message":{"content":[{"a":1}]},"message":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession(format.Source{})
 		scanned := s.scan(line)
-		top, msg, msgObject := slices.Clone(s.top), slices.Clone(s.msg), s.msgObject
+		top, msg, msgObject, blocks := slices.Clone(s.top), slices.Clone(s.msg), s.msgObject, contentBlocks(s)
 		err := s.split(1, line)
 		if scanned != (err == nil) {
 			t.Fatalf("scanned %v, split error %v", scanned, err)
 		}
-		if scanned && (!reflect.DeepEqual(top, s.top) || msgObject != s.msgObject || msgObject && !reflect.DeepEqual(msg, s.msg)) {
+		if !scanned {
+			return
+		}
+		if !reflect.DeepEqual(top, s.top) || msgObject != s.msgObject || msgObject && !reflect.DeepEqual(msg, s.msg) {
 			t.Fatalf("scanned %q %q %v, split %q %q %v", top, msg, msgObject, s.top, s.msg, s.msgObject)
+		}
+		// What the content blocks were before the one-pass list.
+		var want []blockMembers
+		if elems, isArray := format.SplitArray(s.msg.Get("content")); s.msgObject && isArray {
+			want = []blockMembers{}
+			for _, e := range elems {
+				ms, isObject := format.AppendMembers(nil, e)
+				want = append(want, blockMembers{e, ms, isObject})
+			}
+		}
+		if !reflect.DeepEqual(blocks, want) || !reflect.DeepEqual(contentBlocks(s), want) {
+			t.Fatalf("scanned blocks %s, split %s, want %s", blocks, contentBlocks(s), want)
+		}
+	})
+}
+
+type blockMembers struct {
+	elem     []byte
+	members  format.Members
+	isObject bool
+}
+
+func (b blockMembers) String() string { return fmt.Sprintf("%s %q %v", b.elem, b.members, b.isObject) }
+
+// contentBlocks is a copy of s's content blocks; nil when the content is
+// not an array.
+func contentBlocks(s *session) []blockMembers {
+	if !s.listed {
+		return nil
+	}
+	out := []blockMembers{}
+	for i, e := range s.content.Elems {
+		ms, isObject := s.content.Object(i)
+		var clone format.Members // nil when empty, as AppendMembers leaves it
+		if len(ms) > 0 {
+			clone = slices.Clone(ms)
+		}
+		out = append(out, blockMembers{e, clone, isObject})
+	}
+	return out
+}
+
+// FuzzWrittenAs: an id writtenAs accepts is what format.String decodes.
+func FuzzWrittenAs(f *testing.F) {
+	for _, s := range [][2]string{{`"abc"`, "abc"}, {`"a\\b"`, `a\\b`}, {`"a\\b"`, `a\b`}, {"\"\xff\"", "\xff"}, {`""`, ""}, {`"é"`, "é"}, {`1`, "1"}} {
+		f.Add([]byte(s[0]), s[1])
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, s string) {
+		if writtenAs(raw, s) && format.String(raw) != s {
+			t.Fatalf("writtenAs(%q, %q), String %q", raw, s, format.String(raw))
 		}
 	})
 }

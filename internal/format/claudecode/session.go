@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -58,6 +60,10 @@ var (
 // taskTools are the tool names Claude Code uses to start a subagent.
 var taskTools = map[string]bool{"Task": true, "Agent": true}
 
+// rereadUsage reads every line's usage, repeated or not: FuzzNormalize's
+// reference for the lines that skip it (chain.lastUsage).
+var rereadUsage = false
+
 // flushBytes is how many bytes of lines a session reads between two
 // deliveries of its finished rows, when its receiver takes runs in parts.
 var flushBytes = 4 << 20
@@ -83,16 +89,19 @@ type session struct {
 	tasks []string // step ids
 	// Member lists reused from line to line (maps, filled and cleared per
 	// line, were a quarter of the profile): the line's members, its
-	// message's (msgObject: the message is an object), a content block's
-	// and usage's; then what an assistant line adds to its step's extra.
-	top, msg, blk, use format.Members
-	msgObject          bool
+	// message's (msgObject: the message is an object), its content blocks
+	// (listed: the content is an array) and usage's; then what an
+	// assistant line adds to its step's extra.
+	top, msg, use     format.Members
+	content           format.List
+	msgObject, listed bool
 	// runDropped are the runKeys the line drops (dropRunValues), known
 	// the names its extras leave out (extraKnown).
 	runDropped [len(runKeys)]bool
 	known      []string
 	set        map[string][]byte
 	lists      map[string][][]byte
+	extra      format.Members // addExtra's members, reused
 }
 
 // chain is one Storyline being built: the main conversation or one
@@ -105,8 +114,10 @@ type chain struct {
 	stepIDs  map[string]bool
 	pending  map[string][]int // tool_use id → indexes of unanswered calls
 	// The open agent step: the latest agent step, which later lines of the
-	// same API response (same message.id) are merged into.
+	// same API response (same message.id) are merged into; agent holds it,
+	// reused from step to step (open).
 	last                *lastAgent
+	agent               lastAgent
 	countedOn           map[string]string // message.id → step id whose usage was counted
 	modelName, anyModel string
 	// What the parts already emitted (flush) leave behind: sl holds the
@@ -116,6 +127,11 @@ type chain struct {
 	tally              model.Tally
 	started, ended     *time.Time
 	lastCallStep       string // the step of the chain's latest tool call
+	// lastUsage is the usage of the open agent step's latest line that
+	// read it, and lastUsageExtra what it added to the step's extra: the
+	// lines of one response repeat it, and reading it again was a twentieth
+	// of the profile.
+	lastUsage, lastUsageExtra []byte
 }
 
 type lastAgent struct {
@@ -143,11 +159,23 @@ func (la *lastAgent) pend(set map[string][]byte, lists map[string][][]byte) {
 	}
 }
 
+// open makes agent step idx the open one, in the storage of the one
+// before (closed): a new one, and its maps, per step were a fiftieth of
+// the profile.
+func (c *chain) open(idx int, msgID string) *lastAgent {
+	la := &c.agent
+	clear(la.set)
+	clear(la.lists)
+	*la = lastAgent{idx: idx, msgID: msgID, texts: la.texts[:0], reasoning: la.reasoning[:0], set: la.set, lists: la.lists}
+	c.last = la
+	return la
+}
+
 // close writes the open agent step's pending extra and closes the step.
-func (c *chain) close() {
+func (s *session) close(c *chain) {
 	if la := c.last; la != nil {
 		st := c.step(la.idx)
-		st.Extra = addExtra(st.Extra, la.set, la.lists)
+		st.Extra = s.addExtra(st.Extra, la.set, la.lists)
 		c.last = nil
 	}
 }
@@ -210,16 +238,17 @@ func (s *session) line(n int64, raw []byte) error {
 	return nil
 }
 
-// scan validates a line and splits its members and its message's in one
-// pass (into s.top, s.msg). false: the line is not a valid object, or the
-// scanner cannot tell; split then reads it the general way.
+// scan validates a line and splits its members, its message's and its
+// message's content blocks in one pass (into s.top, s.msg, s.content).
+// false: the line is not a valid object, or the scanner cannot tell; split
+// then reads it the general way.
 func (s *session) scan(raw []byte) bool {
 	i := jsonx.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	end, top, msg, msgObject, ok := format.ScanMembersWithin(raw, i, 0, s.top[:0], "message", s.msg[:0])
-	s.top, s.msg, s.msgObject = top, msg, msgObject
+	end, top, msg, msgObject, listed, ok := format.ScanMembersWithinListed(raw, i, 0, s.top[:0], "message", s.msg[:0], "content", &s.content)
+	s.top, s.msg, s.msgObject, s.listed = top, msg, msgObject, listed
 	return ok && jsonx.SkipWS(raw, end) == len(raw)
 }
 
@@ -239,14 +268,15 @@ func (s *session) split(n int64, raw []byte) error {
 		return format.Errorf(s.src, n, "", "claude-code line is not a JSON object")
 	}
 	s.msg, s.msgObject = format.AppendMembers(s.msg[:0], s.top.Get("message"))
+	s.listed = s.msgObject && format.SplitList(&s.content, s.msg.Get("content"))
 	return nil
 }
 
 // conversation handles user, assistant and system lines.
 func (s *session) conversation(n int64, typ string, obj *format.Members) {
-	c := s.chainFor(n, *obj)
-	s.identity(c, n, obj)
 	uuid := format.String(obj.Get("uuid"))
+	c := s.chainFor(n, *obj, uuid)
+	s.identity(c, n, obj)
 	id := uuid
 	if id == "" {
 		id = "line-" + strconv.FormatInt(n, 10)
@@ -364,7 +394,7 @@ func hasAny(obj format.Members, set map[string][]byte) bool {
 // not mapped, and m (the message's) as extra.message.
 func (s *session) lineExtra(obj *format.Members, m *string) *string {
 	if m != nil {
-		obj.Set("message", []byte(*m))
+		obj.Set("message", textBytes(*m))
 	} else {
 		obj.Delete("message")
 	}
@@ -374,9 +404,8 @@ func (s *session) lineExtra(obj *format.Members, m *string) *string {
 // chainFor picks the Storyline of a conversational line: the main chain,
 // or the sidechain of its agentId, else of its parent line, else a new
 // sidechain.
-func (s *session) chainFor(n int64, obj format.Members) *chain {
+func (s *session) chainFor(n int64, obj format.Members, uuid string) *chain {
 	side, _ := format.Bool(obj.Get("isSidechain"))
-	uuid := format.String(obj.Get("uuid"))
 	c := s.main
 	if side {
 		agent := format.String(obj.Get("agentId"))
@@ -420,7 +449,11 @@ func (s *session) chainFor(n int64, obj format.Members) *chain {
 // identity records the session id; a line of another session keeps its id
 // in its step extra (the member stays in obj).
 func (s *session) identity(c *chain, n int64, obj *format.Members) {
-	id := format.String(obj.Get("sessionId"))
+	raw := obj.Get("sessionId")
+	if writtenAs(raw, s.sessionID) {
+		return // the session's id: sessionId is an envelope key, it never reaches an extra
+	}
+	id := format.String(raw)
 	if id == "" {
 		return
 	}
@@ -474,7 +507,7 @@ func (s *session) system(c *chain, id string, ts *time.Time, obj *format.Members
 		st.MessageValue = model.StrAlways(text)
 	}
 	c.add(st)
-	c.close()
+	s.close(c)
 }
 
 // user maps a user line: tool_result blocks become tool steps linked to
@@ -490,23 +523,21 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 		return format.StripExtra(s.lineExtra(obj, m))
 	}
 	newID := func() string { return c.stepID(id) }
-	content := msg.Get("content")
-	blocks, isArray := format.SplitArray(content)
-	if !isArray {
-		text, kind, ok := format.Content(content)
+	if !s.listed {
+		text, kind, ok := content(msg.Get("content"))
 		st := model.Step{StepID: newID(), Source: model.SourceUser, MessageKind: kind, Timestamp: ts, Extra: take()}
 		if ok {
 			st.MessageValue = model.StrAlways(text)
 		}
 		c.add(st)
-		c.close() // a user turn closes the open API response
+		s.close(c) // a user turn closes the open API response
 		return
 	}
 	var others [][]byte
 	userAt := -1
+	blocks := s.content.Elems
 	for i, b := range blocks {
-		blk, isObject := format.AppendMembers(s.blk[:0], b)
-		s.blk = blk
+		blk, isObject := s.content.Object(i)
 		if !isObject || symbol(blk.Get("type")) != "tool_result" {
 			if userAt < 0 {
 				userAt = c.add(model.Step{StepID: newID(), Source: model.SourceUser, Timestamp: ts, Extra: take()})
@@ -531,7 +562,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 		// A user turn closes the open API response; tool results alone do
 		// not (Claude Code may write a result before the response's next
 		// tool_use line).
-		c.close()
+		s.close(c)
 	}
 }
 
@@ -540,7 +571,7 @@ func (s *session) user(c *chain, n int64, id string, ts *time.Time, msg format.M
 // (m its message's extra) when the step is the line's first, which takes
 // the line's extra; else nil.
 func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int, blk format.Members, obj *format.Members, m *string) {
-	text, kind, ok := format.Content(blk.Get("content"))
+	text, kind, ok := content(blk.Get("content"))
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: kind, Timestamp: ts}
 	if ok {
 		st.MessageValue = model.StrAlways(text)
@@ -548,14 +579,14 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 	e := blk.Extra(nil, "type", "content")
 	clear(s.set)
 	if e != nil {
-		s.set["tool_result"] = []byte(*e)
+		s.set["tool_result"] = textBytes(*e)
 	}
 	if obj == nil {
-		st.Extra = format.StripExtra(addExtra(nil, s.set, nil))
+		st.Extra = format.StripExtra(s.addExtra(nil, s.set, nil))
 	} else if extra := s.freshExtra(obj, m); len(s.set) == 0 && e != nil {
 		st.Extra = extra // written with tool_result, and left as it is by stripping
 	} else {
-		st.Extra = format.StripExtra(addExtra(extra, s.set, nil))
+		st.Extra = format.StripExtra(s.addExtra(extra, s.set, nil))
 	}
 	c.add(st)
 	isErr, _ := format.Bool(blk.Get("is_error"))
@@ -590,9 +621,14 @@ func (s *session) toolResult(c *chain, n int64, id string, ts *time.Time, i int,
 // content_blocks) is collected in s.set and s.lists, then pended on the
 // open step: merging each member in turn re-read the extra every time.
 func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, msg format.Members, m *string, obj *format.Members) {
-	msgID := format.String(msg.Get("id"))
-	var st *model.Step
 	la := c.last
+	var msgID string
+	if raw := msg.Get("id"); la != nil && writtenAs(raw, la.msgID) {
+		msgID = la.msgID
+	} else {
+		msgID = format.String(raw)
+	}
+	var st *model.Step
 	clear(s.set)
 	clear(s.lists)
 	fresh := false // a new step, whose extra is written after its usage
@@ -603,13 +639,12 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 		}
 		// The last line's message members (stop_reason, …) win.
 		if m != nil {
-			s.set["message"] = []byte(*m)
+			s.set["message"] = textBytes(*m)
 		}
 	} else {
 		idx := c.add(model.Step{StepID: c.stepID(id), Source: model.SourceAgent, Timestamp: ts})
-		c.close()
-		la = &lastAgent{idx: idx, msgID: msgID}
-		c.last = la
+		s.close(c)
+		la = c.open(idx, msgID)
 		st = c.step(idx)
 		fresh = true
 	}
@@ -622,25 +657,28 @@ func (s *session) assistant(c *chain, n int64, id, uuid string, ts *time.Time, m
 			c.modelName = m
 		}
 	}
-	s.usage(c, n, st, msgID, msg.Get("usage"))
+	if u := msg.Get("usage"); fresh || rereadUsage || !bytes.Equal(u, c.lastUsage) || c.countedOn[msgID] != st.StepID {
+		s.usage(c, n, st, msgID, u)
+		c.lastUsage, c.lastUsageExtra = append(c.lastUsage[:0], u...), s.set["usage"]
+	} else if c.lastUsageExtra != nil {
+		s.set["usage"] = c.lastUsageExtra // what reading it again would add
+	}
 	if fresh {
 		st.Extra = s.freshExtra(obj, m)
 	}
-	content := msg.Get("content")
-	blocks, isArray := format.SplitArray(content)
-	if !isArray {
-		if text, _, ok := format.Content(content); ok {
-			la.texts = append(la.texts, text)
-		}
+	var blocks [][]byte
+	if s.listed {
+		blocks = s.content.Elems
+	} else if text, _, ok := content(msg.Get("content")); ok {
+		la.texts = append(la.texts, text)
 	}
 	for i, b := range blocks {
-		blk, _ := format.AppendMembers(s.blk[:0], b) // empty when b is not an object
-		s.blk = blk
+		blk, _ := s.content.Object(i) // empty when b is not an object
 		switch symbol(blk.Get("type")) {
 		case "text":
-			la.texts = append(la.texts, format.String(blk.Get("text")))
+			la.texts = append(la.texts, format.ValidString(blk.Get("text")))
 		case "thinking":
-			la.reasoning = append(la.reasoning, format.String(blk.Get("thinking")))
+			la.reasoning = append(la.reasoning, format.ValidString(blk.Get("thinking")))
 		case "tool_use":
 			s.toolUse(c, n, st.StepID, i, blk)
 		default:
@@ -732,7 +770,7 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 		st.CachedTokens = model.Int(read)
 	}
 	if e := u.Extra(nil, "input_tokens", "output_tokens", "cache_read_input_tokens"); e != nil {
-		s.set["usage"] = []byte(*e)
+		s.set["usage"] = textBytes(*e)
 	}
 }
 
@@ -740,9 +778,9 @@ func (s *session) usage(c *chain, n int64, st *model.Step, msgID string, raw jso
 // order of first appearance. A file with only sidechain lines (a subagent
 // file) has no main Storyline: its run-level data goes to the first child.
 func (s *session) finish() []*model.Storyline {
-	s.main.close()
+	s.close(s.main)
 	for _, c := range s.children {
-		c.close()
+		s.close(c)
 	}
 	mainID := s.sessionID
 	if mainID == "" {
@@ -898,13 +936,13 @@ func (s *session) runExtra() *string {
 // addExtra sets the members of set in extra (nil = empty; always an object
 // this adapter wrote) and appends the elements of lists (valid JSON) to
 // its arrays, a member that is not an array counting as empty.
-func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
+func (s *session) addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *string {
 	if len(set) == 0 && len(lists) == 0 {
 		return extra
 	}
-	var obj format.Members
+	obj := s.extra[:0]
 	if extra != nil {
-		obj, _ = format.AppendMembers(nil, []byte(*extra))
+		obj, _ = format.AppendMembers(obj, textBytes(*extra))
 	}
 	for k, v := range set {
 		obj.Set(k, v)
@@ -913,7 +951,32 @@ func addExtra(extra *string, set map[string][]byte, lists map[string][][]byte) *
 		list, _ := format.SplitArray(obj.Get(k))
 		obj.Set(k, format.JoinArray(append(list, add...)))
 	}
+	s.extra = obj
 	return obj.Extra(nil)
+}
+
+// writtenAs reports that format.String of the scanned value raw is the
+// non-empty s as raw writes it, without decoding raw (false: decode it to
+// know). Ids repeat from line to line, and a decoded copy of each to
+// compare was an allocation.
+func writtenAs(raw []byte, s string) bool {
+	n := len(raw)
+	return s != "" && n == len(s)+2 && raw[0] == '"' && raw[n-1] == '"' && string(raw[1:n-1]) == s &&
+		strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s)
+}
+
+// textBytes is the bytes of an extra this adapter wrote, without a copy:
+// they are only read (split, and written into another extra).
+func textBytes(text string) []byte { return unsafe.Slice(unsafe.StringData(text), len(text)) }
+
+// content is format.Content of a value from a validated line, a string
+// unescaped without scanning it again (format.ValidString): tool results,
+// half the bytes of a session, are strings.
+func content(raw []byte) (text, kind string, ok bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return format.ValidString(raw), format.KindText, true
+	}
+	return format.Content(raw)
 }
 
 // symbol is format.Symbol of a scanned value (no space around it), with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +19,9 @@ import (
 // so that a quote or a second statement in it stays text.
 func TestEngineWithoutParserParsesOnItsLockedInstance(t *testing.T) {
 	ctx := context.Background()
-	snap, err := catalog.Build(ctx, []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 2)}}, catalog.DefaultOptions())
+	opts := catalog.DefaultOptions()
+	opts.Threads = 1
+	snap, err := catalog.Build(ctx, []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 2)}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +32,17 @@ func TestEngineWithoutParserParsesOnItsLockedInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var locked, external string
-	if err := inst.conn.QueryRowContext(ctx, "SELECT current_setting('lock_configuration')::VARCHAR, current_setting('enable_external_access')::VARCHAR").Scan(&locked, &external); err != nil {
+	var locked, external, autoload, autoinstall, threads string
+	if err := inst.conn.QueryRowContext(ctx, `SELECT current_setting('lock_configuration')::VARCHAR, current_setting('enable_external_access')::VARCHAR,
+		current_setting('autoload_known_extensions')::VARCHAR, current_setting('autoinstall_known_extensions')::VARCHAR, current_setting('threads')::VARCHAR`).Scan(&locked, &external, &autoload, &autoinstall, &threads); err != nil {
 		t.Fatal(err)
 	}
-	if locked != "true" || external != "false" {
-		t.Fatalf("the instance a query parses on has lock_configuration=%s, enable_external_access=%s; want true, false", locked, external)
+	if locked != "true" || external != "false" || autoload != "false" || autoinstall != "false" {
+		t.Fatalf("the instance a query parses on has lock_configuration=%s, enable_external_access=%s, autoload_known_extensions=%s, autoinstall_known_extensions=%s; want true, false, false, false",
+			locked, external, autoload, autoinstall)
+	}
+	if want := e.cfg.Limits.Threads; threads != strconv.Itoa(want) {
+		t.Fatalf("threads=%s, want the limits' %d (set as the worker opens DuckDB)", threads, want)
 	}
 	if len(inst.schema) == 0 {
 		t.Fatal("the schemas were made before the query parsed its SQL")

@@ -1,10 +1,11 @@
 package engine
 
 import (
-	"fmt"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,32 +29,43 @@ func LimitsFrom(o catalog.Options) Limits {
 }
 
 // The sandbox of every DuckDB instance this package opens (docs/sql.md):
-// instanceSettings, then accessSettings, then lockConfiguration. It is the
-// second wall behind SQL validation: even SQL that got past the checker
-// cannot read other files, load extensions or change a setting.
+// openConfig when it opens, then instanceSettings, accessSettings and
+// lockConfiguration. It is the second wall behind SQL validation: even SQL
+// that got past the checker cannot read other files, load extensions or
+// change a setting.
 
 // lockConfiguration is the last statement of a sandbox set-up: nothing can
 // change a setting afterwards (creating views and filling tables still
 // works, so it may come before them).
 const lockConfiguration = "SET lock_configuration=true"
 
-// instanceSettings are the part of the sandbox that does not depend on
-// what is read: memory, thread and spill limits, spilling into spill, and
-// no extension loading. They may run before the data is known (the engine
-// prepares instances ahead of queries). DuckDB creates spill only when it
-// first spills and removes it when the instance closes.
-func (l Limits) instanceSettings(spill string) []string {
+// openConfig is the DSN (its query string) of an instance with these
+// limits: memory, threads and no extension loading are set as DuckDB
+// opens, which costs no statement — the statements before the lock are on
+// a query's path, since its SQL is parsed after them.
+func (l Limits) openConfig() string {
 	threads := l.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
+	v := url.Values{}
+	v.Set("memory_limit", l.MemoryLimit)
+	v.Set("threads", strconv.Itoa(threads))
+	v.Set("autoinstall_known_extensions", "false")
+	v.Set("autoload_known_extensions", "false")
+	return "?" + v.Encode()
+}
+
+// instanceSettings are the part of the sandbox set by statement that does
+// not depend on what is read: spilling into spill, at most MaxSpillBytes
+// (DuckDB does not take temp_directory from the DSN, and setting it resets
+// the spill cap). They may run before the data is known (the engine
+// prepares instances ahead of queries). DuckDB creates spill only when it
+// first spills and removes it when the instance closes.
+func (l Limits) instanceSettings(spill string) []string {
 	return []string{
-		"SET memory_limit=" + sqlString(l.MemoryLimit),
-		fmt.Sprintf("SET threads=%d", threads),
 		"SET temp_directory=" + sqlString(spill),
 		"SET max_temp_directory_size=" + sqlString(l.MaxSpillBytes),
-		"SET autoinstall_known_extensions=false",
-		"SET autoload_known_extensions=false",
 	}
 }
 

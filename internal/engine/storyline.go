@@ -55,7 +55,7 @@ func (r *Reader) Close() error {
 func (r *Reader) open(ctx context.Context) (*sql.DB, error) {
 	r.once.Do(func() {
 		spill := r.snap.SpillDir()
-		db, err := sql.Open("duckdb", "")
+		db, err := sql.Open("duckdb", r.limits.openConfig())
 		if err != nil {
 			r.err = err
 			return

@@ -41,6 +41,8 @@ type workerOpen struct {
 	// DataLimit is the most memory the worker may map beyond what it maps
 	// at its first query (0: unbounded); see dataLimit.
 	DataLimit int64 `json:"data_limit"`
+	// Config is the DSN DuckDB opens with (Limits.openConfig).
+	Config string `json:"config"`
 }
 
 type workerStatement struct {

@@ -71,7 +71,7 @@ func (c workerConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := w.request(ctx, frameOpen, workerOpen{V: workerVersion, DataLimit: w.dataLimit}); err != nil {
+	if err := w.request(ctx, frameOpen, workerOpen{V: workerVersion, DataLimit: w.dataLimit, Config: c.limits.openConfig()}); err != nil {
 		w.Close()
 		return nil, err
 	}

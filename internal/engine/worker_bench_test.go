@@ -25,7 +25,7 @@ func BenchmarkOpenWorker(b *testing.B) {
 
 func BenchmarkOpenInProcess(b *testing.B) {
 	benchOpen(b, testConfig(true).Limits, func() *sql.DB {
-		db, err := sql.Open("duckdb", "")
+		db, err := sql.Open("duckdb", testConfig(true).Limits.openConfig())
 		if err != nil {
 			b.Fatal(err)
 		}

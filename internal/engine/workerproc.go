@@ -22,7 +22,7 @@ import (
 const workerEnv = "PCHRONICLE_ENGINE_WORKER"
 
 // workerVersion changes whenever the frames change.
-const workerVersion = 3
+const workerVersion = 4
 
 func init() {
 	v, ok := os.LookupEnv(workerEnv)
@@ -94,7 +94,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 	if req.kind != frameOpen || jsonx.Unmarshal(req.payload, &open) != nil || open.V != workerVersion {
 		return fmt.Errorf("the first request is not an open request of protocol version %d", workerVersion)
 	}
-	db, err := sql.Open("duckdb", "")
+	db, err := sql.Open("duckdb", open.Config)
 	if err == nil {
 		w.conn, err = db.Conn(ctx)
 	}

@@ -188,17 +188,18 @@ func (e *Engine) Warm(ctx context.Context, texts []string) {
 	}
 }
 
-// prefetch serves from the normalization cache, while a parserless
-// engine's instance is still starting, the relations whose names the SQL
-// text holds, for every file source: the plan cannot start before that
-// instance has parsed the SQL, and verifying cached files is most of a warm
-// query's plan. The names are a conservative guess (a relation the query
-// reads is named in its text; one named only in a string costs a
-// verification), misses are left for the plan, which resolves only what
-// the analysis asks for, and a text already analyzed needs none. The
-// channel closes when it is done.
-func (e *Engine) prefetch(sqlText string) <-chan struct{} {
-	done := make(chan struct{})
+// prefetch starts resolving, while a parserless engine's instance is still
+// starting, what the SQL text shows its plan will resolve: the plan cannot
+// start before that instance has parsed the SQL. The relations are those
+// whose names the text holds (a relation the query reads is named in it;
+// one named only in a string costs some extra work, never a wrong row).
+// When nothing in the text can narrow the sources (no _file_, no
+// session_id) and the statement reads rows, every file source's relations
+// are resolved — normalized, or served from the cache — which is what the
+// plan will do; otherwise only what the normalization cache holds is
+// served. A text already analyzed needs none. stop waits for it to end,
+// cancelling it first when the query will not run (its SQL was rejected).
+func (e *Engine) prefetch(ctx context.Context, sqlText string) (stop func(cancel bool)) {
 	e.mu.Lock()
 	analyzed := e.analyses[sqlText] != nil
 	e.mu.Unlock()
@@ -210,9 +211,13 @@ func (e *Engine) prefetch(sqlText string) <-chan struct{} {
 		}
 	}
 	if len(rels) == 0 {
-		close(done)
-		return done
+		return func(bool) {}
 	}
+	head := strings.TrimLeft(lower, " \t\r\n(")
+	whole := !strings.Contains(lower, "_file_") && !strings.Contains(lower, "session_id") &&
+		(strings.HasPrefix(head, "select") || strings.HasPrefix(head, "with") || strings.HasPrefix(head, "from"))
+	ctx, cancel := context.WithCancel(documentBudget(ctx, e.snap.Options))
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for _, d := range e.snap.Datasets {
@@ -222,10 +227,20 @@ func (e *Engine) prefetch(sqlText string) <-chan struct{} {
 					reqs = append(reqs, catalog.FileRequest{Source: src, Relations: rels})
 				}
 			}
-			e.snap.ResolveCached(reqs)
+			if whole {
+				e.snap.ResolveFiles(ctx, reqs) // errors are cached per source; the plan reports them
+			} else {
+				e.snap.ResolveCached(reqs)
+			}
 		}
 	}()
-	return done
+	return func(c bool) {
+		if c {
+			cancel()
+		}
+		<-done
+		cancel()
+	}
 }
 
 // planFor prunes and resolves the sources of an analysis. A plan whose

@@ -96,3 +96,41 @@ func TestEngineWithoutParserParsesOnItsLockedInstance(t *testing.T) {
 		t.Fatalf("Analyze without a parser: %+v, %v", an, err)
 	}
 }
+
+// TestPrefetchResolvesOnlyWhatThePlanWould: while a parserless engine's
+// instance starts, it resolves ahead only what its query's plan resolves
+// too, as an engine with a shared parser (which resolves nothing ahead)
+// does: nothing for a statement that reads no rows, only the chosen
+// source when the text narrows them (without a cache, nothing ahead),
+// every source otherwise.
+func TestPrefetchResolvesOnlyWhatThePlanWould(t *testing.T) {
+	ctx := context.Background()
+	resolves := func(p *query.Parser, sql string) int64 {
+		snap, err := catalog.Build(ctx, []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: fixture(t, 4)}}, catalog.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		e := New(snap, p, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+		defer e.Close()
+		if _, err := e.Query(ctx, sql, QueryOptions{}); err != nil {
+			t.Errorf("%s: %v", sql, err)
+		}
+		return snap.Resolves()
+	}
+	for _, c := range []struct {
+		sql  string
+		want int64
+	}{
+		{"DESCRIBE steps", 0},
+		{"SHOW TABLES", 0},
+		{"SELECT count(*) FROM steps WHERE _file_ = 'a/f000.jsonl'", 1},
+		{"SELECT count(*) FROM runs r JOIN steps s USING (_file_, session_id) WHERE r._file_ IN ('a/f000.jsonl', 'b/f001.jsonl')", 2},
+		{"SELECT count(*) FROM steps", 4},
+		{"  (SELECT count(*) FROM tool_calls)", 4},
+	} {
+		if got, shared := resolves(nil, c.sql), resolves(parser, c.sql); got != c.want || shared != c.want {
+			t.Errorf("%s: %d sources normalized, with a shared parser %d; want %d", c.sql, got, shared, c.want)
+		}
+	}
+}

@@ -144,10 +144,11 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		inst, err = e.fresh(ctx, views, limits)
 		return err
 	}
+	stopPrefetch := func(bool) {}
+	defer func() { stopPrefetch(err != nil) }()
 	if e.parser == nil {
 		if opts.Restrict == nil {
-			prefetched := e.prefetch(sqlText)
-			defer func() { <-prefetched }()
+			stopPrefetch = e.prefetch(ctx, sqlText)
 		}
 		if err = take(nil); err != nil {
 			return nil, err

@@ -94,7 +94,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	// Each worker writes a scratch set of its own per group of sources that
 	// ask for the same relations: one set shared by the workers, behind a
 	// lock, made writing the rows (Parquet encoding, a tenth to a third of
-	// the work) serial, and workers waited on it for up to half their time.
+	// the work) serial, which caps how many cores a batch can use.
 	type scratch struct {
 		w       *storyline.Scratch
 		dir     string

@@ -112,12 +112,12 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 	}
 	delete(obj, "instance_id")
 	if meta := format.SplitObject(obj["metadata"]); meta != nil {
-		if a := format.String(meta["agent_class"]); a != "" {
+		if a := format.ValidString(meta["agent_class"]); a != "" {
 			r.AgentName = model.Str(a)
 		}
 		// V0 names the model in llm_config, V1 (benchmarks) in llm.
 		for _, k := range []string{"llm_config", "llm"} {
-			if m := format.String(format.SplitObject(meta[k])["model"]); m != "" && r.AgentModelName == nil {
+			if m := format.ValidString(format.SplitObject(meta[k])["model"]); m != "" && r.AgentModelName == nil {
 				r.AgentModelName = model.Str(m)
 			}
 		}
@@ -132,7 +132,7 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 			r.ReportedCachedTokens = format.IntOf(u["cache_read_tokens"])
 		}
 	}
-	if raw, ok := obj["error"]; ok && !format.IsNull(raw) && format.String(raw) != "" {
+	if raw, ok := obj["error"]; ok && !format.IsNull(raw) && format.ValidString(raw) != "" {
 		r.Status = model.StatusError
 	}
 	b.outcome(obj)
@@ -143,11 +143,11 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 // recordID is the line's instance_id, else a resolver line's issue as
 // owner/repo#number.
 func recordID(obj map[string]jsonx.RawMessage) string {
-	if id := format.String(obj["instance_id"]); id != "" {
+	if id := format.ValidString(obj["instance_id"]); id != "" {
 		return id
 	}
 	issue := format.SplitObject(obj["issue"])
-	owner, repo, number := format.String(issue["owner"]), format.String(issue["repo"]), format.String(issue["number"])
+	owner, repo, number := format.ValidString(issue["owner"]), format.ValidString(issue["repo"]), format.ValidString(issue["number"])
 	if owner == "" || repo == "" || number == "" {
 		return ""
 	}
@@ -208,7 +208,7 @@ func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...a
 	default:
 		b.warn("event has neither action nor observation; kept as a system step", at(i)...)
 		st := model.Step{StepID: id, Source: model.SourceSystem, MessageKind: "system_op", Timestamp: ts}
-		if m := format.String(ev["message"]); m != "" {
+		if m := format.ValidString(ev["message"]); m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -231,7 +231,7 @@ func isLegacy(ev map[string]jsonx.RawMessage) bool {
 func (b *builder) eventIdentity(i int, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, warnMissing bool) (id, eventID string, ts *time.Time) {
 	if v, ok := format.Int(ev["id"]); ok {
 		id = strconv.FormatInt(v, 10)
-	} else if s := format.String(ev["id"]); s != "" {
+	} else if s := format.ValidString(ev["id"]); s != "" {
 		id = s
 	}
 	if id == "" {
@@ -293,8 +293,8 @@ outer:
 }
 
 func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
-	action := format.String(ev["action"])
-	src := format.String(ev["source"])
+	action := format.ValidString(ev["action"])
+	src := format.ValidString(ev["source"])
 	if legacy {
 		// Legacy events name no source: the task message comes first,
 		// everything after the agent's first action is the agent's.
@@ -326,7 +326,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 				return
 			}
 		}
-		if m := format.String(ev["message"]); m != "" {
+		if m := format.ValidString(ev["message"]); m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -345,12 +345,12 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		st.Source = model.SourceAgent
 		// Its result: the final thought, else the outputs, else (before
 		// final_thought existed) the thought.
-		finalThought = format.String(args["final_thought"])
+		finalThought = format.ValidString(args["final_thought"])
 		if out := extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
 			finalThought = *out
 		}
 		if finalThought == "" {
-			finalThought = format.String(args["thought"])
+			finalThought = format.ValidString(args["thought"])
 		}
 		raw, had := args["final_thought"]
 		text("thought", "final_thought")
@@ -368,7 +368,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		b.recalls[eventID] = len(b.sl.Steps)
 	}
 	if call {
-		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"])}
+		tc := model.ToolCall{StepID: id, ToolCallID: format.ValidString(meta["tool_call_id"]), FunctionName: format.ValidString(meta["function_name"])}
 		if tc.ToolCallID == "" {
 			tc.ToolCallID = "oh-" + id
 		}
@@ -430,11 +430,22 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 // textContent is format.Content of raw when raw has text (format.String
 // of it is not empty), decoded once: a string's content is its text.
 func textContent(raw jsonx.RawMessage) (text, kind string, ok bool) {
-	text, kind, ok = format.Content(raw)
+	text, kind, ok = content(raw)
 	if raw = bytes.TrimSpace(raw); ok && text == "" && raw[0] == '"' {
 		return "", "", false
 	}
 	return text, kind, ok
+}
+
+// content is format.Content of a member split from a validated line or
+// document, as every value this adapter maps is (hence format.ValidString
+// throughout): a string is unescaped without being scanned again, which
+// was a twentieth of the adapter's profile (observation text).
+func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return format.ValidString(raw), format.KindText, true
+	}
+	return format.Content(raw)
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -453,7 +464,7 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 	if resp == nil {
 		return ""
 	}
-	if m := format.String(resp["model"]); m != "" {
+	if m := format.ValidString(resp["model"]); m != "" {
 		st.ModelName = model.Str(m)
 		if b.anyModel == "" {
 			b.anyModel = m
@@ -462,7 +473,7 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 	if format.SplitObject(resp["usage"]) == nil {
 		return ""
 	}
-	if rid := format.String(resp["id"]); rid != "" {
+	if rid := format.ValidString(resp["id"]); rid != "" {
 		if on, ok := b.counted[rid]; ok {
 			return on
 		}
@@ -475,10 +486,10 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 }
 
 func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
-	obs := format.String(ev["observation"])
+	obs := format.ValidString(ev["observation"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: format.KindText, Timestamp: ts}
 	if raw, ok := ev["content"]; ok {
-		if t, kind, ok := format.Content(raw); ok {
+		if t, kind, ok := content(raw); ok {
 			st.MessageValue, st.MessageKind = model.StrAlways(t), kind
 		}
 		delete(ev, "content")
@@ -494,7 +505,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	if v, ok := format.Int(ev["cause"]); ok {
 		cause = strconv.FormatInt(v, 10)
 	} else {
-		cause = format.String(ev["cause"])
+		cause = format.ValidString(ev["cause"])
 	}
 	if legacy && cause == "" && len(b.waiting) > 0 {
 		cause = b.waiting[len(b.waiting)-1]
@@ -513,7 +524,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		b.answer(cause)
 		tc := &b.sl.ToolCalls[idx]
 		tc.Result, tc.ResultStatus, tc.ResultLink = orEmpty(st.MessageValue), status, model.LinkByID
-		if legacy && format.String(ev["cause"]) == "" {
+		if legacy && format.ValidString(ev["cause"]) == "" {
 			tc.ResultLink = linkByOrder
 		}
 		tc.ResultStepID = model.Str(id)
@@ -525,7 +536,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		// A tool's result whose action is not in the file: kept as a call
 		// of its own.
 		meta := format.SplitObject(ev["tool_call_metadata"])
-		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"]),
+		tc := model.ToolCall{StepID: id, ToolCallID: format.ValidString(meta["tool_call_id"]), FunctionName: format.ValidString(meta["function_name"]),
 			Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
 		if tc.ToolCallID == "" {
 			tc.ToolCallID = "oh-" + id
@@ -541,7 +552,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		b.warn(what+"; its result is kept as an orphan call", at(i, "cause")...)
 	default:
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
-		if m := format.String(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
+		if m := format.ValidString(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -610,7 +621,7 @@ func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
 	if !ok {
 		return
 	}
-	if m := format.String(raw); m == "" || m == model.Deref(text) {
+	if m := format.ValidString(raw); m == "" || m == model.Deref(text) {
 		delete(ev, "message")
 	}
 }

@@ -47,7 +47,9 @@ type loc struct {
 	line int64
 }
 
-// builder accumulates one Storyline.
+// builder accumulates one Storyline. Every value it maps is split from a
+// validated line or document, so strings and content are read with
+// format.ValidString and ValidContent, without a second scan.
 type builder struct {
 	src format.Source
 	loc loc
@@ -430,22 +432,11 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 // textContent is format.Content of raw when raw has text (format.String
 // of it is not empty), decoded once: a string's content is its text.
 func textContent(raw jsonx.RawMessage) (text, kind string, ok bool) {
-	text, kind, ok = content(raw)
+	text, kind, ok = format.ValidContent(raw)
 	if raw = bytes.TrimSpace(raw); ok && text == "" && raw[0] == '"' {
 		return "", "", false
 	}
 	return text, kind, ok
-}
-
-// content is format.Content of a member split from a validated line or
-// document, as every value this adapter maps is (hence format.ValidString
-// throughout): a string is unescaped without being scanned again, which
-// was a twentieth of the adapter's profile (observation text).
-func content(raw jsonx.RawMessage) (text, kind string, ok bool) {
-	if len(raw) > 0 && raw[0] == '"' {
-		return format.ValidString(raw), format.KindText, true
-	}
-	return format.Content(raw)
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -489,7 +480,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	obs := format.ValidString(ev["observation"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: format.KindText, Timestamp: ts}
 	if raw, ok := ev["content"]; ok {
-		if t, kind, ok := content(raw); ok {
+		if t, kind, ok := format.ValidContent(raw); ok {
 			st.MessageValue, st.MessageKind = model.StrAlways(t), kind
 		}
 		delete(ev, "content")

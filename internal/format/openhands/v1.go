@@ -75,7 +75,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 		b.v1Observation(&st, kind, ev, i, at)
 	case "MessageEvent":
 		msg := format.SplitObject(ev["llm_message"])
-		st.MessageValue, st.MessageKind = format.ContentText(msg["content"])
+		st.MessageValue, st.MessageKind = format.ValidContentText(msg["content"])
 		st.Reasoning = model.Str(format.ValidString(msg["reasoning_content"]))
 		rest := format.Without(msg, "content", "reasoning_content", "role")
 		if format.ValidString(msg["role"]) != src && !(src == "agent" && format.ValidString(msg["role"]) == "assistant") {
@@ -85,7 +85,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 		setOrDrop(ev, "llm_message", rest)
 	case "SystemPromptEvent":
 		st.Source = model.SourceSystem
-		st.MessageValue, _ = format.ContentText(format.SplitObject(ev["system_prompt"])["text"])
+		st.MessageValue, _ = format.ValidContentText(format.SplitObject(ev["system_prompt"])["text"])
 		delete(ev, "system_prompt")
 	case "ConversationErrorEvent":
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
@@ -114,7 +114,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 // tool_call the call (id, name, the model's arguments); the parsed action
 // that ran goes to the call's extra.
 func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.RawMessage, i int, at func(int, ...any) []any) {
-	st.MessageValue, st.MessageKind = format.ContentText(ev["thought"])
+	st.MessageValue, st.MessageKind = format.ValidContentText(ev["thought"])
 	if st.MessageValue != nil && *st.MessageValue == "" {
 		st.MessageValue = nil
 	}
@@ -180,7 +180,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 		// parts); earlier releases in output (commands) or message.
 		for _, k := range []string{"content", "output", "message"} {
 			if raw, ok := obs[k]; ok {
-				st.MessageValue, st.MessageKind = format.ContentText(raw)
+				st.MessageValue, st.MessageKind = format.ValidContentText(raw)
 				delete(obs, k)
 				break
 			}

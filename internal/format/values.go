@@ -549,8 +549,12 @@ func StripInlineData(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	if jsonx.IsValid(raw) {
+		// Twice its size: appendStripped writes an object whose names are
+		// out of order twice, and growing the output to do so copied it
+		// (a third of the stripping of OpenHands runs' extra). Every
+		// caller copies the result.
 		value := jsonx.SkipWS(raw, 0)
-		out, _ := appendStripped(make([]byte, 0, len(raw)), raw, value, nil)
+		out, _ := appendStripped(make([]byte, 0, 2*len(raw)), raw, value, nil)
 		if bytes.Equal(out, raw) {
 			return raw // already as it is written: StripExtra keeps its text
 		}

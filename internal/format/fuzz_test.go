@@ -73,7 +73,8 @@ func splitAfterValidation(doc []byte) ([]string, map[string]json.RawMessage) {
 }
 
 // FuzzValues: the lenient value helpers accept any bytes without panicking,
-// and Symbol is String (twice, for the cached answer).
+// Symbol is String (twice, for the cached answer), and ValidContent is
+// Content for valid JSON.
 func FuzzValues(f *testing.F) {
 	for _, s := range []string{`"2026-01-01T00:00:00Z"`, `1e300`, `[{"type":"text","text":"a"}]`, `[{"text":"a\nb","type":"output_text"},{"text":1},{"t\u0065xt":"c"}]`, `[null]`, `[]`, `[{"type":"text","text":"a","text":"b"}]`, `{"data":"` + strings.Repeat("A", 300) + `"}`, `"\"{}\""`, `-0`, "\"\xff\"", `"\u00e9"`} {
 		f.Add([]byte(s))
@@ -88,7 +89,12 @@ func FuzzValues(f *testing.F) {
 				t.Fatalf("Symbol(%q) = %q, String %q", raw, got, want)
 			}
 		}
-		Content(raw)
+		text, kind, ok := Content(raw)
+		if jsonx.IsValid(raw) && bytes.Equal(bytes.TrimSpace(raw), raw) {
+			if vt, vk, vok := ValidContent(raw); vt != text || vk != kind || vok != ok {
+				t.Fatalf("ValidContent %q %q %v, Content %q %q %v", vt, vk, vok, text, kind, ok)
+			}
+		}
 		if text, ok := TextArray(raw); ok {
 			if want, ok := decodedTextArray(raw); !ok || text != want {
 				t.Fatalf("TextArray %q, decoded %q %v", text, want, ok)

@@ -24,6 +24,10 @@ const (
 	// chunkBytes is the size a chunk is cut at (then extended to the end
 	// of its last line).
 	chunkBytes = 1 << 20
+	// lineRoom is the room a chunk's buffer keeps past chunkBytes for the
+	// rest of its last line, so that extending it does not copy the chunk
+	// (OpenHands instances are lines of up to ~100 KB).
+	lineRoom = 256 << 10
 )
 
 // chunk is a run of whole lines and, once normalized, its records.
@@ -128,7 +132,7 @@ func (c *chunk) emit(ctx context.Context, rec format.RecordNormalizer, emit form
 			return err
 		}
 	}
-	c.recs, c.data = nil, nil
+	c.recs = nil
 	return c.err
 }
 
@@ -136,6 +140,9 @@ func (c *chunk) emit(ctx context.Context, rec format.RecordNormalizer, emit form
 // numbered as format.EachLine does.
 func (c *chunk) normalize(ctx context.Context, src format.Source, rec format.RecordNormalizer) {
 	defer close(c.done)
+	// A Storyline holds no bytes of its line: the data can go while the
+	// records wait to be emitted.
+	defer func() { c.data = nil }()
 	if c.err = ctx.Err(); c.err != nil {
 		return
 	}
@@ -168,7 +175,7 @@ func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data := make([]byte, chunkBytes)
+		data := make([]byte, chunkBytes, chunkBytes+lineRoom)
 		n, err := io.ReadFull(br, data)
 		data = data[:n]
 		c := &chunk{first: next, done: make(chan struct{})}

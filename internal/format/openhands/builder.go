@@ -47,7 +47,9 @@ type loc struct {
 	line int64
 }
 
-// builder accumulates one Storyline.
+// builder accumulates one Storyline. Every value it maps is split from a
+// validated line or document, so strings and content are read with
+// format.ValidString and ValidContent, without a second scan.
 type builder struct {
 	src format.Source
 	loc loc
@@ -112,12 +114,12 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 	}
 	delete(obj, "instance_id")
 	if meta := format.SplitObject(obj["metadata"]); meta != nil {
-		if a := format.String(meta["agent_class"]); a != "" {
+		if a := format.ValidString(meta["agent_class"]); a != "" {
 			r.AgentName = model.Str(a)
 		}
 		// V0 names the model in llm_config, V1 (benchmarks) in llm.
 		for _, k := range []string{"llm_config", "llm"} {
-			if m := format.String(format.SplitObject(meta[k])["model"]); m != "" && r.AgentModelName == nil {
+			if m := format.ValidString(format.SplitObject(meta[k])["model"]); m != "" && r.AgentModelName == nil {
 				r.AgentModelName = model.Str(m)
 			}
 		}
@@ -132,7 +134,7 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 			r.ReportedCachedTokens = format.IntOf(u["cache_read_tokens"])
 		}
 	}
-	if raw, ok := obj["error"]; ok && !format.IsNull(raw) && format.String(raw) != "" {
+	if raw, ok := obj["error"]; ok && !format.IsNull(raw) && format.ValidString(raw) != "" {
 		r.Status = model.StatusError
 	}
 	b.outcome(obj)
@@ -143,11 +145,11 @@ func (b *builder) record(obj map[string]jsonx.RawMessage, hist history, derived 
 // recordID is the line's instance_id, else a resolver line's issue as
 // owner/repo#number.
 func recordID(obj map[string]jsonx.RawMessage) string {
-	if id := format.String(obj["instance_id"]); id != "" {
+	if id := format.ValidString(obj["instance_id"]); id != "" {
 		return id
 	}
 	issue := format.SplitObject(obj["issue"])
-	owner, repo, number := format.String(issue["owner"]), format.String(issue["repo"]), format.String(issue["number"])
+	owner, repo, number := format.ValidString(issue["owner"]), format.ValidString(issue["repo"]), format.ValidString(issue["number"])
 	if owner == "" || repo == "" || number == "" {
 		return ""
 	}
@@ -208,7 +210,7 @@ func (b *builder) event(i int, ev map[string]jsonx.RawMessage, at func(int, ...a
 	default:
 		b.warn("event has neither action nor observation; kept as a system step", at(i)...)
 		st := model.Step{StepID: id, Source: model.SourceSystem, MessageKind: "system_op", Timestamp: ts}
-		if m := format.String(ev["message"]); m != "" {
+		if m := format.ValidString(ev["message"]); m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -231,7 +233,7 @@ func isLegacy(ev map[string]jsonx.RawMessage) bool {
 func (b *builder) eventIdentity(i int, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, warnMissing bool) (id, eventID string, ts *time.Time) {
 	if v, ok := format.Int(ev["id"]); ok {
 		id = strconv.FormatInt(v, 10)
-	} else if s := format.String(ev["id"]); s != "" {
+	} else if s := format.ValidString(ev["id"]); s != "" {
 		id = s
 	}
 	if id == "" {
@@ -293,8 +295,8 @@ outer:
 }
 
 func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
-	action := format.String(ev["action"])
-	src := format.String(ev["source"])
+	action := format.ValidString(ev["action"])
+	src := format.ValidString(ev["source"])
 	if legacy {
 		// Legacy events name no source: the task message comes first,
 		// everything after the agent's first action is the agent's.
@@ -326,7 +328,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 				return
 			}
 		}
-		if m := format.String(ev["message"]); m != "" {
+		if m := format.ValidString(ev["message"]); m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -345,12 +347,12 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		st.Source = model.SourceAgent
 		// Its result: the final thought, else the outputs, else (before
 		// final_thought existed) the thought.
-		finalThought = format.String(args["final_thought"])
+		finalThought = format.ValidString(args["final_thought"])
 		if out := extra(format.SplitObject(args["outputs"])); finalThought == "" && out != nil {
 			finalThought = *out
 		}
 		if finalThought == "" {
-			finalThought = format.String(args["thought"])
+			finalThought = format.ValidString(args["thought"])
 		}
 		raw, had := args["final_thought"]
 		text("thought", "final_thought")
@@ -368,7 +370,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 		b.recalls[eventID] = len(b.sl.Steps)
 	}
 	if call {
-		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"])}
+		tc := model.ToolCall{StepID: id, ToolCallID: format.ValidString(meta["tool_call_id"]), FunctionName: format.ValidString(meta["function_name"])}
 		if tc.ToolCallID == "" {
 			tc.ToolCallID = "oh-" + id
 		}
@@ -430,7 +432,7 @@ func (b *builder) action(i int, id, eventID string, ts *time.Time, ev map[string
 // textContent is format.Content of raw when raw has text (format.String
 // of it is not empty), decoded once: a string's content is its text.
 func textContent(raw jsonx.RawMessage) (text, kind string, ok bool) {
-	text, kind, ok = format.Content(raw)
+	text, kind, ok = format.ValidContent(raw)
 	if raw = bytes.TrimSpace(raw); ok && text == "" && raw[0] == '"' {
 		return "", "", false
 	}
@@ -453,7 +455,7 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 	if resp == nil {
 		return ""
 	}
-	if m := format.String(resp["model"]); m != "" {
+	if m := format.ValidString(resp["model"]); m != "" {
 		st.ModelName = model.Str(m)
 		if b.anyModel == "" {
 			b.anyModel = m
@@ -462,7 +464,7 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 	if format.SplitObject(resp["usage"]) == nil {
 		return ""
 	}
-	if rid := format.String(resp["id"]); rid != "" {
+	if rid := format.ValidString(resp["id"]); rid != "" {
 		if on, ok := b.counted[rid]; ok {
 			return on
 		}
@@ -475,10 +477,10 @@ func (b *builder) usage(st *model.Step, meta map[string]jsonx.RawMessage) (count
 }
 
 func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jsonx.RawMessage, at func(int, ...any) []any, legacy bool) {
-	obs := format.String(ev["observation"])
+	obs := format.ValidString(ev["observation"])
 	st := model.Step{StepID: id, Source: model.SourceTool, MessageKind: format.KindText, Timestamp: ts}
 	if raw, ok := ev["content"]; ok {
-		if t, kind, ok := format.Content(raw); ok {
+		if t, kind, ok := format.ValidContent(raw); ok {
 			st.MessageValue, st.MessageKind = model.StrAlways(t), kind
 		}
 		delete(ev, "content")
@@ -494,7 +496,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 	if v, ok := format.Int(ev["cause"]); ok {
 		cause = strconv.FormatInt(v, 10)
 	} else {
-		cause = format.String(ev["cause"])
+		cause = format.ValidString(ev["cause"])
 	}
 	if legacy && cause == "" && len(b.waiting) > 0 {
 		cause = b.waiting[len(b.waiting)-1]
@@ -513,7 +515,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		b.answer(cause)
 		tc := &b.sl.ToolCalls[idx]
 		tc.Result, tc.ResultStatus, tc.ResultLink = orEmpty(st.MessageValue), status, model.LinkByID
-		if legacy && format.String(ev["cause"]) == "" {
+		if legacy && format.ValidString(ev["cause"]) == "" {
 			tc.ResultLink = linkByOrder
 		}
 		tc.ResultStepID = model.Str(id)
@@ -525,7 +527,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		// A tool's result whose action is not in the file: kept as a call
 		// of its own.
 		meta := format.SplitObject(ev["tool_call_metadata"])
-		tc := model.ToolCall{StepID: id, ToolCallID: format.String(meta["tool_call_id"]), FunctionName: format.String(meta["function_name"]),
+		tc := model.ToolCall{StepID: id, ToolCallID: format.ValidString(meta["tool_call_id"]), FunctionName: format.ValidString(meta["function_name"]),
 			Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
 		if tc.ToolCallID == "" {
 			tc.ToolCallID = "oh-" + id
@@ -541,7 +543,7 @@ func (b *builder) observation(i int, id string, ts *time.Time, ev map[string]jso
 		b.warn(what+"; its result is kept as an orphan call", at(i, "cause")...)
 	default:
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
-		if m := format.String(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
+		if m := format.ValidString(ev["message"]); model.Deref(st.MessageValue) == "" && m != "" {
 			st.MessageValue = model.StrAlways(m)
 			delete(ev, "message")
 		}
@@ -610,7 +612,7 @@ func dropMessage(ev map[string]jsonx.RawMessage, text *string) {
 	if !ok {
 		return
 	}
-	if m := format.String(raw); m == "" || m == model.Deref(text) {
+	if m := format.ValidString(raw); m == "" || m == model.Deref(text) {
 		delete(ev, "message")
 	}
 }

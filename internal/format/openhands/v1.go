@@ -27,7 +27,7 @@ func v1Kind(ev map[string]jsonx.RawMessage) (string, bool) {
 	if !ok || len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	kind := format.String(raw)
+	kind := format.ValidString(raw)
 	return kind, isV1Kind(kind)
 }
 
@@ -56,7 +56,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 			if b.v1.state == nil {
 				b.v1.state = map[string]jsonx.RawMessage{}
 			}
-			if key := format.String(ev["key"]); key != "" {
+			if key := format.ValidString(ev["key"]); key != "" {
 				b.v1.state[key] = ev["value"]
 			}
 		}
@@ -66,7 +66,7 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 	b.seen[eventID] = true
 	delete(ev, "kind")
 	dropNulls(ev)
-	src := format.String(ev["source"])
+	src := format.ValidString(ev["source"])
 	st := model.Step{StepID: id, Source: source(src), MessageKind: format.KindText, Timestamp: ts}
 	switch kind {
 	case "ActionEvent":
@@ -75,26 +75,26 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 		b.v1Observation(&st, kind, ev, i, at)
 	case "MessageEvent":
 		msg := format.SplitObject(ev["llm_message"])
-		st.MessageValue, st.MessageKind = format.ContentText(msg["content"])
-		st.Reasoning = model.Str(format.String(msg["reasoning_content"]))
+		st.MessageValue, st.MessageKind = format.ValidContentText(msg["content"])
+		st.Reasoning = model.Str(format.ValidString(msg["reasoning_content"]))
 		rest := format.Without(msg, "content", "reasoning_content", "role")
-		if format.String(msg["role"]) != src && !(src == "agent" && format.String(msg["role"]) == "assistant") {
+		if format.ValidString(msg["role"]) != src && !(src == "agent" && format.ValidString(msg["role"]) == "assistant") {
 			rest["role"] = msg["role"]
 		}
 		dropNulls(rest)
 		setOrDrop(ev, "llm_message", rest)
 	case "SystemPromptEvent":
 		st.Source = model.SourceSystem
-		st.MessageValue, _ = format.ContentText(format.SplitObject(ev["system_prompt"])["text"])
+		st.MessageValue, _ = format.ValidContentText(format.SplitObject(ev["system_prompt"])["text"])
 		delete(ev, "system_prompt")
 	case "ConversationErrorEvent":
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
-		st.MessageValue = model.Str(format.String(ev["detail"]))
+		st.MessageValue = model.Str(format.ValidString(ev["detail"]))
 		delete(ev, "detail")
 		b.v1.errored = true
 	case "Condensation", "CondensationSummaryEvent", "CondensationRequest", "PauseEvent", "InterruptEvent", "HookExecutionEvent":
 		st.Source, st.MessageKind = model.SourceSystem, "system_op"
-		if s := format.String(ev["summary"]); s != "" {
+		if s := format.ValidString(ev["summary"]); s != "" {
 			st.MessageValue = model.StrAlways(s)
 			delete(ev, "summary")
 		}
@@ -114,20 +114,20 @@ func (b *builder) v1Event(i int, kind string, ev map[string]jsonx.RawMessage, at
 // tool_call the call (id, name, the model's arguments); the parsed action
 // that ran goes to the call's extra.
 func (b *builder) v1Action(st *model.Step, eventID string, ev map[string]jsonx.RawMessage, i int, at func(int, ...any) []any) {
-	st.MessageValue, st.MessageKind = format.ContentText(ev["thought"])
+	st.MessageValue, st.MessageKind = format.ValidContentText(ev["thought"])
 	if st.MessageValue != nil && *st.MessageValue == "" {
 		st.MessageValue = nil
 	}
-	st.Reasoning = model.Str(format.String(ev["reasoning_content"]))
+	st.Reasoning = model.Str(format.ValidString(ev["reasoning_content"]))
 	delete(ev, "thought")
 	delete(ev, "reasoning_content")
 	call := format.SplitObject(ev["tool_call"])
-	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.String(ev["tool_call_id"]), FunctionName: format.String(ev["tool_name"])}
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: format.ValidString(ev["tool_call_id"]), FunctionName: format.ValidString(ev["tool_name"])}
 	if tc.ToolCallID == "" {
-		tc.ToolCallID = format.String(call["id"])
+		tc.ToolCallID = format.ValidString(call["id"])
 	}
 	if tc.FunctionName == "" {
-		tc.FunctionName = format.String(call["name"])
+		tc.FunctionName = format.ValidString(call["name"])
 	}
 	if tc.ToolCallID == "" {
 		tc.ToolCallID = "oh-" + st.StepID
@@ -169,10 +169,10 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 	status := model.ResultOK
 	switch kind {
 	case "AgentErrorEvent":
-		st.MessageValue, status = model.StrAlways(format.String(ev["error"])), model.ResultError
+		st.MessageValue, status = model.StrAlways(format.ValidString(ev["error"])), model.ResultError
 		delete(ev, "error")
 	case "UserRejectObservation":
-		st.MessageValue, status = model.StrAlways(format.String(ev["rejection_reason"])), model.ResultError
+		st.MessageValue, status = model.StrAlways(format.ValidString(ev["rejection_reason"])), model.ResultError
 		delete(ev, "rejection_reason")
 	default:
 		obs := format.SplitObject(ev["observation"])
@@ -180,7 +180,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 		// parts); earlier releases in output (commands) or message.
 		for _, k := range []string{"content", "output", "message"} {
 			if raw, ok := obs[k]; ok {
-				st.MessageValue, st.MessageKind = format.ContentText(raw)
+				st.MessageValue, st.MessageKind = format.ValidContentText(raw)
 				delete(obs, k)
 				break
 			}
@@ -193,7 +193,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 		dropNulls(obs)
 		setOrDrop(ev, "observation", obs)
 	}
-	callID, actionID := format.String(ev["tool_call_id"]), format.String(ev["action_id"])
+	callID, actionID := format.ValidString(ev["tool_call_id"]), format.ValidString(ev["action_id"])
 	idx, ok := b.callIDs[callID]
 	if !ok || b.sl.ToolCalls[idx].ResultStatus != "" {
 		idx, ok = b.calls[actionID]
@@ -211,7 +211,7 @@ func (b *builder) v1Observation(st *model.Step, kind string, ev map[string]jsonx
 		what = "action " + strconv.Quote(actionID)
 	}
 	b.warn("observation answers "+what+", whose action is not in the file; its result is kept as an orphan call", at(i)...)
-	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: format.String(ev["tool_name"]),
+	tc := model.ToolCall{StepID: st.StepID, ToolCallID: callID, FunctionName: format.ValidString(ev["tool_name"]),
 		Result: orEmpty(st.MessageValue), ResultStatus: status, ResultLink: linkOrphan}
 	if tc.ToolCallID == "" {
 		tc.ToolCallID = "oh-" + st.StepID
@@ -232,7 +232,7 @@ func (b *builder) v1Finish() {
 	if b.v1.errored && r.Status == "" {
 		r.Status = model.StatusError
 	}
-	if exec := format.String(b.v1.state["execution_status"]); r.Status == "" && !b.finished {
+	if exec := format.ValidString(b.v1.state["execution_status"]); r.Status == "" && !b.finished {
 		switch exec {
 		case "finished":
 			r.Status = model.StatusCompleted
@@ -258,7 +258,7 @@ func (b *builder) v1Finish() {
 		r.ReportedCostUSD = model.Float(cost)
 		if r.AgentModelName == nil { // the agent's LLM, else any
 			for _, k := range []string{"agent", "default"} {
-				if m := format.String(format.SplitObject(usage[k])["model_name"]); m != "" {
+				if m := format.ValidString(format.SplitObject(usage[k])["model_name"]); m != "" {
 					r.AgentModelName = model.Str(m)
 					break
 				}

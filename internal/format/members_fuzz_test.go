@@ -14,10 +14,11 @@ import (
 // FuzzMembers checks the member lists against the maps they replace: what
 // ScanMembersWithin accepts is a valid object (and every valid object is
 // accepted), its members and its inner object's are what SplitObject gives,
-// AppendMembers lists the same, and Get, Has, Delete, Set and Extra answer
-// as the map and format.Extra / MergeExtra do. ScanMembersWithinList
-// accepts the same objects with the same members, and the list it splits
-// in that pass is SplitList's of the member (checkList); so does
+// AppendMembers lists the same, and Get, Has, Delete, Set, Extra and
+// AppendExtra answer as the map and format.Extra / MergeExtra do.
+// ScanMembersWithinList accepts the same objects with the same members,
+// and the list it splits in that pass is SplitList's of the member
+// (checkList); so does
 // ScanMembersWithinListed, splitting the inner object's member of the same
 // name as SplitList does.
 func FuzzMembers(f *testing.F) {
@@ -183,6 +184,15 @@ func checkMembers(t *testing.T, ms Members, m map[string]jsonx.RawMessage) {
 			want = MergeExtra(want, "b", add.Val)
 			if e := ms.Extra(add, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("round %d: Extra with b %v, want %v", round, model.Deref(e), model.Deref(want))
+			}
+			// Appended after other text, in a block that is too small or
+			// large enough: the text is Extra's, what was there stays.
+			for _, room := range []int{0, 1 << 12} {
+				block := append(make([]byte, 0, 3+room), "pre"...)
+				text, ok := ms.AppendExtra(block, add, known...)
+				if ok != (want != nil) || string(text[:3]) != "pre" || ok && string(text[3:]) != *want {
+					t.Fatalf("round %d: AppendExtra %q %v, want pre+%v", round, text, ok, model.Deref(want))
+				}
 			}
 		}
 		// Delete the first name, set another; the map the same way.

@@ -79,7 +79,7 @@ func (b *builder) item(it object, is itemStep) bool {
 		if typ == "" {
 			st.MessageKind = "unknown"
 		}
-		st.Extra = it.extra(nil, "type")
+		st.Extra = b.extra(it, nil, "type")
 	}
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
@@ -122,7 +122,7 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 	if canonical {
 		n++
 	}
-	st.Extra = it.extra(nil, known[:n]...)
+	st.Extra = b.extra(it, nil, known[:n]...)
 }
 
 // encryptedFlag is the extra member that says a reasoning item had
@@ -146,7 +146,7 @@ func (b *builder) itemReasoning(st *model.Step, it object) {
 	if !format.IsNull(it.get("encrypted_content")) {
 		flag = &encryptedFlag
 	}
-	st.Extra = it.extra(flag, "type", "summary", "content", "encrypted_content")
+	st.Extra = b.extra(it, flag, "type", "summary", "content", "encrypted_content")
 }
 
 func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
@@ -164,7 +164,7 @@ func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	if typ == "function_call" {
 		n++
 	}
-	tc.Extra = it.extra(nil, known[:n]...)
+	tc.Extra = b.extra(it, nil, known[:n]...)
 	b.addCall(tc, callID)
 }
 
@@ -176,7 +176,7 @@ func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 	if ok {
 		st.MessageValue = result
 	}
-	st.Extra = it.extra(nil, "output")
+	st.Extra = b.extra(it, nil, "output")
 	if !b.resolve(format.String(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
 		b.warnAt(is.at, "output matches no unanswered call", "call_id")
 	}
@@ -208,7 +208,7 @@ func (b *builder) itemHosted(st *model.Step, typ string, it object) {
 	if !format.IsNull(it.get("error")) {
 		tc.ResultStatus = model.ResultError
 	}
-	tc.Extra = it.extra(nil, known...)
+	tc.Extra = b.extra(it, nil, known...)
 	b.addCall(tc, "")
 }
 

@@ -27,7 +27,8 @@ func FuzzMembers(f *testing.F) {
 		`{"a":1,}`, `{"m":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
 		`{"m":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, `{"type":"user","message":{"role":"user","content":"x"},"uuid":"u"}`,
 		`{"m":[]}`, ` { "m" : [ 1 , { "a" : [ { } ] } , null , { } ] , "b" : 2 } `, `{"m":[{"a":1}],"m":{}}`, `{"m":{},"m":[{"a":1,"a":2}]}`,
-		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
+		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, `{"eightxxx":1,"sixteen_bytes_xx":{"seventeen_bytes_x":2,"\u0041bcdefghij":3}}`,
+		"{\"name_with_\xc3\xa9_after_eight\":1,\"m\":{\"fifteen_bytes_\x01\":2}}", `{"unclosed_name_longer_than_eight`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
 		`{"m":[` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}`, `{"m":[` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `]}`,
 		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`,
 		`{"m":{"m":[{"a":1},2,{}],"m":[{"b":[]}]},"x":0}`, `{"m":{"m":[1]},"m":{"m":2}}`, `{"m":{"m":[1]},"m":3}`, `{"m":{"m":[{"a":}]}}`} {

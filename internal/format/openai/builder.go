@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -168,7 +169,8 @@ func (b *builder) resolve(key, link string, result *string, status, stepID strin
 }
 
 // take removes and returns the earliest call waiting under key for which
-// match (nil: any) holds, or -1.
+// match (nil: any) holds, or -1. key may alias a line (lookupKey): the map
+// keeps a copy of it when it stores the key again, as assigning does.
 func (b *builder) take(key string, match func(call int) bool) int {
 	q := b.pending[key]
 	for n, i := range q {
@@ -179,9 +181,9 @@ func (b *builder) take(key string, match func(call int) bool) int {
 		case len(q) == 1:
 			delete(b.pending, key)
 		case n == 0:
-			b.pending[key] = q[1:]
+			b.pending[strings.Clone(key)] = q[1:]
 		default:
-			b.pending[key] = append(q[:n:n], q[n+1:]...)
+			b.pending[strings.Clone(key)] = append(q[:n:n], q[n+1:]...)
 		}
 		return i
 	}

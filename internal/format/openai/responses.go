@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -177,9 +179,21 @@ func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 		st.MessageValue = result
 	}
 	st.Extra = b.extra(it, nil, "output")
-	if !b.resolve(format.String(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
+	if !b.resolve(lookupKey(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
 		b.warnAt(is.at, "output matches no unanswered call", "call_id")
 	}
+}
+
+// lookupKey is format.String(raw) for looking a call up: a string without
+// escapes is raw's own bytes, not a copy of them, which was a fifth of the
+// strings a Codex rollout allocated. It must not outlive the line.
+func lookupKey(raw []byte) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if body := raw[1 : n-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return unsafe.String(unsafe.SliceData(body), len(body))
+		}
+	}
+	return format.String(raw)
 }
 
 // itemHosted maps a hosted tool item, which holds its own result.

@@ -257,8 +257,8 @@ func (ms Members) AppendExtra(dst []byte, add *Member, known ...string) (text []
 	// each, cleared on every call) cost more than the sort.
 	var buf [16]int32
 	keep := buf[:0]
-	for i, mb := range ms {
-		if !isKnown(known, mb.Name) {
+	for i := range ms { // by index: a copy of each member showed
+		if !isKnown(known, ms[i].Name) {
 			keep = append(keep, int32(i))
 		}
 	}

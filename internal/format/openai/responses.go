@@ -16,13 +16,20 @@ import (
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// Responses item types that call a tool and get their result in a later
-// *_output item with the same call_id, with the key holding the arguments.
-var deferredCalls = map[string]string{
-	"function_call":    "arguments",
-	"custom_tool_call": "input",
-	"local_shell_call": "action",
-	"computer_call":    "action",
+// deferredCall is the key holding the arguments of a Responses item type
+// that calls a tool and gets its result in a later *_output item with the
+// same call_id, or "" for any other type. A switch, not a map: hashing the
+// type of every item (twice for a call) showed in the Codex profile.
+func deferredCall(typ string) (argKey string) {
+	switch typ {
+	case "function_call":
+		return "arguments"
+	case "custom_tool_call":
+		return "input"
+	case "local_shell_call", "computer_call":
+		return "action"
+	}
+	return ""
 }
 
 // Hosted tool items carry their own result (inline), with the keys that hold
@@ -67,7 +74,7 @@ func (b *builder) item(it object, is itemStep) bool {
 		b.itemMessage(st, it, is)
 	case typ == "reasoning":
 		b.itemReasoning(st, it)
-	case deferredCalls[typ] != "":
+	case deferredCall(typ) != "":
 		b.itemCall(st, typ, it, is)
 	case strings.HasSuffix(typ, "_call_output"):
 		b.itemOutput(st, it, is)
@@ -153,7 +160,7 @@ func (b *builder) itemReasoning(st *model.Step, it object) {
 
 func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
-	argKey := deferredCalls[typ]
+	argKey := deferredCall(typ)
 	name := format.Symbol(it.get("name"))
 	if name == "" {
 		name = strings.TrimSuffix(typ, "_call")

@@ -1,7 +1,9 @@
 package format
 
 import (
-	"strings"
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
@@ -178,16 +180,46 @@ func scanName(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}
-	k := i
-	i, ok := jsonx.ScanString(b, i)
-	if !ok {
-		return nil, i, false
+	var key []byte
+	if end, plain := plainNameEnd(b, i); plain {
+		key, i = b[i+1:end-1], end // what MemberName gives it
+	} else {
+		k := i
+		var ok bool
+		if i, ok = jsonx.ScanString(b, i); !ok {
+			return nil, i, false
+		}
+		key = MemberName(b[k:i])
 	}
-	key := MemberName(b[k:i])
 	if i = jsonx.SkipWS(b, i); i >= len(b) || b[i] != ':' {
 		return nil, i, false
 	}
 	return key, jsonx.SkipWS(b, i+1), true
+}
+
+// plainNameEnd is the index just after the string at b[i] (a quote), and
+// true, when its text has no backslash, control character or byte of 0x80
+// or more: such a name is valid and is its own bytes (MemberName), found in
+// one pass rather than in ScanString's and then plainName's. Eight bytes
+// are tested at a time; the lowest flagged byte is exact.
+func plainNameEnd(b []byte, i int) (int, bool) {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	for i++; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		quote, slash := x^(lsb*'"'), x^(lsb*'\\')
+		if hit := ((quote-lsb)&^quote | (slash-lsb)&^slash | (x - lsb*0x20) | x) & msb; hit != 0 {
+			i += bits.TrailingZeros64(hit) / 8
+			return i + 1, b[i] == '"'
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' {
+			return i + 1, true
+		} else if c == '\\' || c < 0x20 || c >= 0x80 {
+			return i, false
+		}
+	}
+	return i, false
 }
 
 // nextMember steps over what follows a member's value (or an element's,
@@ -208,48 +240,70 @@ func nextMember(b []byte, i int, closer byte) (next int, more, ok bool) {
 // known, sorted, a repeated one with its last value (add last of all, so
 // that it wins, as MergeExtra would; nil for none).
 func (ms Members) Extra(add *Member, known ...string) *string {
-	var buf [16]Member // most objects fit: the list stays off the heap
+	text, ok := ms.AppendExtra(nil, add, known...)
+	if !ok {
+		return nil
+	}
+	s := unsafe.String(unsafe.SliceData(text), len(text)) // text is not kept: no copy
+	return &s
+}
+
+// AppendExtra appends the text of ms.Extra(add, known...) to dst, for a
+// reader that keeps many extras in one block rather than allocating each
+// (ok false, dst as it was, when there is none). dst grows once, to fit.
+func (ms Members) AppendExtra(dst []byte, add *Member, known ...string) (text []byte, ok bool) {
+	// The kept members by index (len(ms) for add): sorting indexes moved
+	// less than sorting members, and a stack list of members (48 bytes
+	// each, cleared on every call) cost more than the sort.
+	var buf [16]int32
 	keep := buf[:0]
-	for _, mb := range ms {
-		if !isKnown(known, mb.Name) {
-			keep = append(keep, mb)
+	for i := range ms { // by index: a copy of each member showed
+		if !isKnown(known, ms[i].Name) {
+			keep = append(keep, int32(i))
 		}
 	}
 	if add != nil {
-		keep = append(keep, *add)
+		keep = append(keep, int32(len(ms)))
 	}
 	if len(keep) == 0 {
-		return nil
+		return dst, false
+	}
+	member := func(k int32) *Member {
+		if int(k) == len(ms) {
+			return add
+		}
+		return &ms[k]
 	}
 	// A stable insertion sort: objects have a handful of members, and
 	// slices.SortStableFunc moved keep (and its func) to the heap.
 	for i := 1; i < len(keep); i++ {
-		for j := i; j > 0 && string(keep[j].Name) < string(keep[j-1].Name); j-- {
+		for j := i; j > 0 && string(member(keep[j]).Name) < string(member(keep[j-1]).Name); j-- {
 			keep[j], keep[j-1] = keep[j-1], keep[j]
 		}
 	}
 	size := 2
-	for _, mb := range keep {
+	for _, k := range keep {
+		mb := member(k)
 		size += len(mb.Name) + len(mb.Val) + 4
 	}
-	var b strings.Builder // its String is the text, without a copy
-	b.Grow(size)
-	b.WriteByte('{')
-	var quoted [64]byte
-	for i, mb := range keep {
-		if i+1 < len(keep) && string(keep[i+1].Name) == string(mb.Name) {
+	if cap(dst)-len(dst) < size {
+		dst = append(make([]byte, 0, len(dst)+size), dst...)
+	}
+	start := len(dst)
+	dst = append(dst, '{')
+	for i, k := range keep {
+		mb := member(k)
+		if i+1 < len(keep) && string(member(keep[i+1]).Name) == string(mb.Name) {
 			continue // a later value of the same name replaces this one
 		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
 		}
-		b.Write(jsonx.AppendQuoted(quoted[:0], string(mb.Name)))
-		b.WriteByte(':')
-		b.Write(jsonx.CompactValid(mb.Val))
+		dst = jsonx.AppendQuoted(dst, string(mb.Name))
+		dst = append(dst, ':')
+		dst = jsonx.AppendCompactValid(dst, mb.Val)
 	}
-	b.WriteByte('}')
-	s := b.String()
-	return &s
+	return append(dst, '}'), true
 }
 
 func isKnown(known []string, name []byte) bool {

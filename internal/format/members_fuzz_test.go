@@ -14,10 +14,11 @@ import (
 // FuzzMembers checks the member lists against the maps they replace: what
 // ScanMembersWithin accepts is a valid object (and every valid object is
 // accepted), its members and its inner object's are what SplitObject gives,
-// AppendMembers lists the same, and Get, Has, Delete, Set and Extra answer
-// as the map and format.Extra / MergeExtra do. ScanMembersWithinList
-// accepts the same objects with the same members, and the list it splits
-// in that pass is SplitList's of the member (checkList); so does
+// AppendMembers lists the same, and Get, Has, Delete, Set, Extra and
+// AppendExtra answer as the map and format.Extra / MergeExtra do.
+// ScanMembersWithinList accepts the same objects with the same members,
+// and the list it splits in that pass is SplitList's of the member
+// (checkList); so does
 // ScanMembersWithinListed, splitting the inner object's member of the same
 // name as SplitList does.
 func FuzzMembers(f *testing.F) {
@@ -26,7 +27,8 @@ func FuzzMembers(f *testing.F) {
 		`{"a":1,}`, `{"m":{"a":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}}`,
 		`{"m":{"a":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}}`, `{"type":"user","message":{"role":"user","content":"x"},"uuid":"u"}`,
 		`{"m":[]}`, ` { "m" : [ 1 , { "a" : [ { } ] } , null , { } ] , "b" : 2 } `, `{"m":[{"a":1}],"m":{}}`, `{"m":{},"m":[{"a":1,"a":2}]}`,
-		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
+		`{"m":[{"a":1},]}`, `{"m":[{"a":1}}`, `{"eightxxx":1,"sixteen_bytes_xx":{"seventeen_bytes_x":2,"\u0041bcdefghij":3}}`,
+		"{\"name_with_\xc3\xa9_after_eight\":1,\"m\":{\"fifteen_bytes_\x01\":2}}", `{"unclosed_name_longer_than_eight`, "{\"m\":[{\"\xff\":\"\x01\"}]}",
 		`{"m":[` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `]}`, `{"m":[` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `]}`,
 		`{"m":[{"a":` + strings.Repeat("[", 9996) + strings.Repeat("]", 9996) + `}]}`, `{"m":[{"a":` + strings.Repeat("[", 9997) + strings.Repeat("]", 9997) + `}]}`,
 		`{"m":{"m":[{"a":1},2,{}],"m":[{"b":[]}]},"x":0}`, `{"m":{"m":[1]},"m":{"m":2}}`, `{"m":{"m":[1]},"m":3}`, `{"m":{"m":[{"a":}]}}`} {
@@ -183,6 +185,15 @@ func checkMembers(t *testing.T, ms Members, m map[string]jsonx.RawMessage) {
 			want = MergeExtra(want, "b", add.Val)
 			if e := ms.Extra(add, known...); !reflect.DeepEqual(e, want) {
 				t.Fatalf("round %d: Extra with b %v, want %v", round, model.Deref(e), model.Deref(want))
+			}
+			// Appended after other text, in a block that is too small or
+			// large enough: the text is Extra's, what was there stays.
+			for _, room := range []int{0, 1 << 12} {
+				block := append(make([]byte, 0, 3+room), "pre"...)
+				text, ok := ms.AppendExtra(block, add, known...)
+				if ok != (want != nil) || string(text[:3]) != "pre" || ok && string(text[3:]) != *want {
+					t.Fatalf("round %d: AppendExtra %q %v, want pre+%v", round, text, ok, model.Deref(want))
+				}
 			}
 		}
 		// Delete the first name, set another; the map the same way.

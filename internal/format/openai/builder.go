@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -58,6 +60,34 @@ type builder struct {
 	// texts holds the strings that item steps and results point at, a
 	// block at a time (textOf), rather than a pointer allocated for each.
 	texts []string
+	// extras holds the text of scanned items' extras, a block at a time
+	// (extra): allocating each, and its pointer, was most of what an extra
+	// cost a Codex output item.
+	extras []byte
+}
+
+// extrasBlock is how many bytes builder.extras allocates at once.
+const extrasBlock = 4096
+
+// extra is o.extra(add, known...), a scanned object's text kept in
+// b.extras. Only bytes past every extra's end are ever written, so the
+// strings made from the block stay as they were written.
+func (b *builder) extra(o object, add *format.Member, known ...string) *string {
+	if o.m != nil {
+		return o.extra(add, known...)
+	}
+	free := b.extras[len(b.extras):]
+	text, ok := o.members.AppendExtra(free, add, known...)
+	if !ok {
+		return nil
+	}
+	switch {
+	case cap(text) == cap(free): // written into the block
+		b.extras = b.extras[:len(b.extras)+len(text)]
+	case len(text) < extrasBlock/4: // did not fit: the next ones go to a new block
+		b.extras = make([]byte, 0, extrasBlock)
+	}
+	return b.textOf(unsafe.String(unsafe.SliceData(text), len(text)))
 }
 
 // textsBlock is how many strings builder.texts allocates at once.
@@ -139,7 +169,8 @@ func (b *builder) resolve(key, link string, result *string, status, stepID strin
 }
 
 // take removes and returns the earliest call waiting under key for which
-// match (nil: any) holds, or -1.
+// match (nil: any) holds, or -1. key may alias a line (lookupKey): the map
+// keeps a copy of it when it stores the key again, as assigning does.
 func (b *builder) take(key string, match func(call int) bool) int {
 	q := b.pending[key]
 	for n, i := range q {
@@ -150,9 +181,9 @@ func (b *builder) take(key string, match func(call int) bool) int {
 		case len(q) == 1:
 			delete(b.pending, key)
 		case n == 0:
-			b.pending[key] = q[1:]
+			b.pending[strings.Clone(key)] = q[1:]
 		default:
-			b.pending[key] = append(q[:n:n], q[n+1:]...)
+			b.pending[strings.Clone(key)] = append(q[:n:n], q[n+1:]...)
 		}
 		return i
 	}

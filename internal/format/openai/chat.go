@@ -438,7 +438,7 @@ func (b *builder) chatToolCall(stepID string, c object, at loc, i int) {
 	}
 	tc.FunctionName = format.Symbol(fn.Get("name"))
 	tc.Arguments, tc.ArgumentsValid = b.arguments(fn.Get(argKey), at, "tool_calls", i, "function", argKey)
-	tc.Extra = c.extra(nil, known...)
+	tc.Extra = b.extra(c, nil, known...)
 	b.addCall(tc, id)
 }
 

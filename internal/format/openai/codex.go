@@ -272,7 +272,7 @@ func (ro *rollout) line(n int64, env rolloutLine) {
 		ro.b.addStep(model.Step{
 			StepID: strconv.FormatInt(n, 10), Source: model.SourceSystem, MessageKind: "compaction",
 			MessageValue: model.Str(format.String(p.get("message"))), Timestamp: ts,
-			Extra: p.extra(nil, "message"),
+			Extra: ro.b.extra(p, nil, "message"),
 		})
 	default:
 		ro.b.warnAt(at, "unknown line type "+strconv.Quote(env.Type)+"; skipped", "type")

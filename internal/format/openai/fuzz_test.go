@@ -42,14 +42,20 @@ func fuzzSeeds(f *testing.F) [][]byte {
 
 // FuzzNormalize checks that any input, under every layout, either
 // normalizes into consistent Storylines or fails with a ParseError, and
-// never panics.
+// never panics; and that lookupKey of it is format.String's.
 func FuzzNormalize(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
 	layouts := []string{layoutChatJSONL, layoutChatArray, layoutShareGPT, layoutHarbor, layoutWrapped,
 		layoutMessages, layoutRequestLog, layoutResponses, layoutCodex}
+	f.Add([]byte(`"call_\u0041"`))
+	f.Add([]byte("\"\xff\""))
+	f.Add([]byte(` "x" `))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := lookupKey(data), format.String(data); got != want {
+			t.Fatalf("lookupKey %q, format.String %q", got, want)
+		}
 		for _, layout := range layouts {
 			err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: "f", File: "f"}, layout,
 				func(sl *model.Storyline) error { return testutil.CheckStoryline(sl) })

@@ -8,19 +8,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
-// Responses item types that call a tool and get their result in a later
-// *_output item with the same call_id, with the key holding the arguments.
-var deferredCalls = map[string]string{
-	"function_call":    "arguments",
-	"custom_tool_call": "input",
-	"local_shell_call": "action",
-	"computer_call":    "action",
+// deferredCall is the key holding the arguments of a Responses item type
+// that calls a tool and gets its result in a later *_output item with the
+// same call_id, or "" for any other type. A switch, not a map: hashing the
+// type of every item (twice for a call) showed in the Codex profile.
+func deferredCall(typ string) (argKey string) {
+	switch typ {
+	case "function_call":
+		return "arguments"
+	case "custom_tool_call":
+		return "input"
+	case "local_shell_call", "computer_call":
+		return "action"
+	}
+	return ""
 }
 
 // Hosted tool items carry their own result (inline), with the keys that hold
@@ -65,7 +74,7 @@ func (b *builder) item(it object, is itemStep) bool {
 		b.itemMessage(st, it, is)
 	case typ == "reasoning":
 		b.itemReasoning(st, it)
-	case deferredCalls[typ] != "":
+	case deferredCall(typ) != "":
 		b.itemCall(st, typ, it, is)
 	case strings.HasSuffix(typ, "_call_output"):
 		b.itemOutput(st, it, is)
@@ -79,7 +88,7 @@ func (b *builder) item(it object, is itemStep) bool {
 		if typ == "" {
 			st.MessageKind = "unknown"
 		}
-		st.Extra = it.extra(nil, "type")
+		st.Extra = b.extra(it, nil, "type")
 	}
 	if st.Source == model.SourceAgent && st.ModelName == nil {
 		st.ModelName = is.model
@@ -122,7 +131,7 @@ func (b *builder) itemMessage(st *model.Step, it object, is itemStep) {
 	if canonical {
 		n++
 	}
-	st.Extra = it.extra(nil, known[:n]...)
+	st.Extra = b.extra(it, nil, known[:n]...)
 }
 
 // encryptedFlag is the extra member that says a reasoning item had
@@ -146,12 +155,12 @@ func (b *builder) itemReasoning(st *model.Step, it object) {
 	if !format.IsNull(it.get("encrypted_content")) {
 		flag = &encryptedFlag
 	}
-	st.Extra = it.extra(flag, "type", "summary", "content", "encrypted_content")
+	st.Extra = b.extra(it, flag, "type", "summary", "content", "encrypted_content")
 }
 
 func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	st.Source, st.MessageKind = model.SourceAgent, kindToolCallsOnly
-	argKey := deferredCalls[typ]
+	argKey := deferredCall(typ)
 	name := format.Symbol(it.get("name"))
 	if name == "" {
 		name = strings.TrimSuffix(typ, "_call")
@@ -164,7 +173,7 @@ func (b *builder) itemCall(st *model.Step, typ string, it object, is itemStep) {
 	if typ == "function_call" {
 		n++
 	}
-	tc.Extra = it.extra(nil, known[:n]...)
+	tc.Extra = b.extra(it, nil, known[:n]...)
 	b.addCall(tc, callID)
 }
 
@@ -176,10 +185,22 @@ func (b *builder) itemOutput(st *model.Step, it object, is itemStep) {
 	if ok {
 		st.MessageValue = result
 	}
-	st.Extra = it.extra(nil, "output")
-	if !b.resolve(format.String(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
+	st.Extra = b.extra(it, nil, "output")
+	if !b.resolve(lookupKey(it.get("call_id")), model.LinkByID, result, model.ResultOK, st.StepID) {
 		b.warnAt(is.at, "output matches no unanswered call", "call_id")
 	}
+}
+
+// lookupKey is format.String(raw) for looking a call up: a string without
+// escapes is raw's own bytes, not a copy of them, which was a fifth of the
+// strings a Codex rollout allocated. It must not outlive the line.
+func lookupKey(raw []byte) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if body := raw[1 : n-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return unsafe.String(unsafe.SliceData(body), len(body))
+		}
+	}
+	return format.String(raw)
 }
 
 // itemHosted maps a hosted tool item, which holds its own result.
@@ -208,7 +229,7 @@ func (b *builder) itemHosted(st *model.Step, typ string, it object) {
 	if !format.IsNull(it.get("error")) {
 		tc.ResultStatus = model.ResultError
 	}
-	tc.Extra = it.extra(nil, known...)
+	tc.Extra = b.extra(it, nil, known...)
 	b.addCall(tc, "")
 }
 

@@ -203,10 +203,13 @@ func (e *Engine) prefetch(ctx context.Context, sqlText string) (stop func(cancel
 	e.mu.Lock()
 	analyzed := e.analyses[sqlText] != nil
 	e.mu.Unlock()
+	if analyzed {
+		return func(bool) {}
+	}
 	lower := strings.ToLower(sqlText)
 	var rels []string
 	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls} {
-		if !analyzed && strings.Contains(lower, rel) {
+		if strings.Contains(lower, rel) {
 			rels = append(rels, rel)
 		}
 	}

@@ -31,8 +31,10 @@ func (e *Engine) open(ctx context.Context, p *plan, limits Limits) (*instance, e
 // made yet, then every view that differs and the metadata tables the query
 // reads.
 func (e *Engine) point(ctx context.Context, inst *instance, p *plan) error {
-	setup := inst.schema
-	inst.schema = nil
+	if err := inst.finish(ctx); err != nil {
+		return err
+	}
+	var setup []string
 	views := p.views
 	for _, k := range sortedRelKeys(views) {
 		if inst.views[k] != views[k] {

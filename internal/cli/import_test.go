@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/ingest"
@@ -103,7 +106,7 @@ func TestImportSamplesEndToEnd(t *testing.T) {
 		a, _ := os.ReadFile(g.Path(rel))
 		b, _ := os.ReadFile(g2.Path(rel))
 		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs between two imports of the same inputs", rel)
+			t.Errorf("%s differs between two imports of the same inputs: %s", rel, firstRowDiff(t, rel, g.Path(rel), g2.Path(rel)))
 		}
 	}
 
@@ -111,6 +114,43 @@ func TestImportSamplesEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(show, "0,") || strings.Count(show, "\n") != 4 {
 		t.Fatalf("store show: %q", show)
 	}
+}
+
+// firstRowDiff describes the first row that differs between two files of
+// relation rel, or says that their rows are equal (only the encoding
+// differs), so that a failure shows what changed.
+func firstRowDiff(t *testing.T, rel, a, b string) string {
+	t.Helper()
+	switch rel {
+	case model.RelRuns:
+		return rowDiff[model.Run](t, a, b)
+	case model.RelSteps:
+		return rowDiff[model.Step](t, a, b)
+	default:
+		return rowDiff[model.ToolCall](t, a, b)
+	}
+}
+
+func rowDiff[T any](t *testing.T, a, b string) string {
+	ra, err := parquet.ReadFile[T](a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := parquet.ReadFile[T](b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range min(len(ra), len(rb)) {
+		ja, _ := json.Marshal(ra[i])
+		jb, _ := json.Marshal(rb[i])
+		if !bytes.Equal(ja, jb) {
+			return fmt.Sprintf("row %d\nfirst:  %s\nsecond: %s", i, ja, jb)
+		}
+	}
+	if len(ra) != len(rb) {
+		return fmt.Sprintf("%d rows, then %d", len(ra), len(rb))
+	}
+	return fmt.Sprintf("the %d rows are equal; only the encoding differs", len(ra))
 }
 
 func TestImportProvenanceAndModes(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/actf"
@@ -228,9 +229,19 @@ func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Opt
 	return normalize(ctx, r, -1, src, opts, emit)
 }
 
+// probeBuffers are the buffers a streamed file's prefix is detected in,
+// reused from file to file: the Probe is not needed once the adapter reads
+// the file, and nothing it returns (Detection) points into it.
+var probeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 // normalize is Normalize of a reader of size bytes (-1: not known).
 func normalize(ctx context.Context, r io.ReadSeeker, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
-	p, err := format.ReadProbe(r, src.Path, opts.detectionBytes())
+	buf := probeBuffers.Get().(*[]byte)
+	defer probeBuffers.Put(buf)
+	p, err := format.ReadProbeInto(*buf, r, src.Path, opts.detectionBytes())
+	if p != nil {
+		*buf = p.Prefix[:0]
+	}
 	if err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}

@@ -15,5 +15,5 @@ go vet ./...
 go test -count=1 -timeout 45m "$@" ./...
 # Packages under internal/ whose tests also run with -race (docs/testing.md
 # records what it costs): add a package by its directory name.
-race_packages="engine catalog store server generation route"
+race_packages="engine catalog store server generation route gcfloor"
 go test -race -count=1 -timeout 45m "$@" $(for p in $race_packages; do echo "./internal/$p/..."; done)

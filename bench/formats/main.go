@@ -43,6 +43,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/benchcorpus"
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/gcfloor"
 )
 
 // The two queries every shape runs.
@@ -235,6 +236,7 @@ func runChild(side, corpusDir string, threads int) {
 
 // normalize runs every file through its adapter and drops the rows.
 func normalize(files []string, threads int) {
+	gcfloor.Start(gcfloor.DefaultFloor) // as the pchronicle binary does
 	n, err := benchcorpus.Normalize(context.Background(), files, threads)
 	check(err)
 	fmt.Printf("%d Storylines, %d steps, %d tool calls\n", n.Storylines, n.Steps, n.ToolCalls)

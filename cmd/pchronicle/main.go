@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/cli"
+	"github.com/pchronicle/pchronicle/internal/gcfloor"
 )
 
 // stopGrace bounds how long a command may take to stop after SIGINT or
@@ -23,6 +24,7 @@ import (
 const stopGrace = 10 * time.Second
 
 func main() {
+	gcfloor.Start(gcfloor.DefaultFloor)
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -50,6 +50,12 @@ var (
 	spillCodec   compress.Codec = &uncompressed.Codec{}
 )
 
+// freeTextColumns hold texts and JSON documents: no query narrows them by
+// range, so their pages and column chunks carry no min/max bounds. Finding
+// the bounds compared every value of a page, and a chunk's bounds are whole
+// values (a 1 MB tool result would be copied into the footer twice).
+var freeTextColumns = []string{"message_value", "reasoning", "observation", "arguments", "result", "extra", "scores", "subagent_refs"}
+
 // tableWriter writes rows of one relation to a Parquet file, cutting row
 // groups by row count and estimated size.
 type tableWriter[T row] struct {
@@ -69,7 +75,11 @@ func newTableWriter[T row](path string, codec compress.Codec, size func(*T) int6
 	if err != nil {
 		return nil, err
 	}
-	w := parquet.NewGenericWriter[T](f, parquet.Compression(codec), parquet.CreatedBy("pchronicle", "", ""))
+	opts := []parquet.WriterOption{parquet.Compression(codec), parquet.CreatedBy("pchronicle", "", "")}
+	for _, c := range freeTextColumns {
+		opts = append(opts, parquet.SkipPageBounds(c))
+	}
+	w := parquet.NewGenericWriter[T](f, opts...)
 	groupMax := int64(groupBytes)
 	if !durable {
 		groupMax = tempGroupBytes

@@ -92,7 +92,9 @@ type LineRecords interface {
 type RecordNormalizer interface {
 	// Record normalizes the line numbered lineNo (1-based; trimmed, never
 	// blank) alone. A nil Storyline means the line yields none. id is
-	// what Finish needs to know about the record (its own id).
+	// what Finish needs to know about the record (its own id). Neither may
+	// hold bytes of line: its buffer is reused once the chunk it belongs to
+	// is normalized.
 	Record(src Source, lineNo int64, line []byte) (sl *model.Storyline, id string, err error)
 	// Finish completes a Storyline with what depends on the records before
 	// it (ids made unique within the file). It is called in file order,

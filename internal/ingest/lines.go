@@ -73,11 +73,15 @@ func normalizeLines(ctx context.Context, r io.Reader, src format.Source, rec for
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *chunk, workers)
 	order := make(chan *chunk, 2*workers) // bounds the chunks held at once
+	// A chunk's buffer goes back to the reader once its lines are
+	// normalized (a Storyline holds no bytes of its line): a new one per
+	// chunk was fresh memory, a page fault per 4 KB of the file.
+	free := make(chan []byte, 2*workers+2)
 	var readErr error
 	go func() {
 		defer close(jobs)
 		defer close(order)
-		readErr = readChunks(ctx, r, func(c *chunk) bool {
+		readErr = readChunks(ctx, r, free, func(c *chunk) bool {
 			select {
 			case order <- c:
 			case <-ctx.Done():
@@ -93,7 +97,7 @@ func normalizeLines(ctx context.Context, r io.Reader, src format.Source, rec for
 		go func() {
 			defer wg.Done()
 			for c := range jobs {
-				c.normalize(ctx, src, rec)
+				c.normalize(ctx, src, rec, free)
 			}
 		}()
 	}
@@ -137,12 +141,20 @@ func (c *chunk) emit(ctx context.Context, rec format.RecordNormalizer, emit form
 }
 
 // normalize runs rec over the chunk's non-blank lines, trimmed and
-// numbered as format.EachLine does.
-func (c *chunk) normalize(ctx context.Context, src format.Source, rec format.RecordNormalizer) {
+// numbered as format.EachLine does, then hands its buffer to free.
+func (c *chunk) normalize(ctx context.Context, src format.Source, rec format.RecordNormalizer, free chan<- []byte) {
 	defer close(c.done)
 	// A Storyline holds no bytes of its line: the data can go while the
 	// records wait to be emitted.
-	defer func() { c.data = nil }()
+	defer func() {
+		if cap(c.data) == chunkBytes+lineRoom { // not one grown for a long line
+			select {
+			case free <- c.data:
+			default:
+			}
+		}
+		c.data = nil
+	}()
 	if c.err = ctx.Err(); c.err != nil {
 		return
 	}
@@ -167,15 +179,22 @@ func (c *chunk) normalize(ctx context.Context, src format.Source, rec format.Rec
 }
 
 // readChunks cuts r into chunks of whole lines, numbering their first
-// lines, and hands each to send until it returns false.
-func readChunks(ctx context.Context, r io.Reader, send func(*chunk) bool) error {
+// lines, and hands each to send until it returns false. A chunk reads into
+// a buffer from free when there is one.
+func readChunks(ctx context.Context, r io.Reader, free <-chan []byte, send func(*chunk) bool) error {
 	br := bufio.NewReaderSize(r, chunkBytes)
 	next := int64(1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data := make([]byte, chunkBytes, chunkBytes+lineRoom)
+		var data []byte
+		select {
+		case buf := <-free:
+			data = buf[:chunkBytes:cap(buf)]
+		default:
+			data = make([]byte, chunkBytes, chunkBytes+lineRoom)
+		}
 		n, err := io.ReadFull(br, data)
 		data = data[:n]
 		c := &chunk{first: next, done: make(chan struct{})}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
+	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // bigChatFile writes a chat JSONL larger than splitMinBytes whose lines
@@ -58,24 +60,63 @@ func bigChatFile(t *testing.T, bad int) string {
 	return path
 }
 
+// bigOpenHandsFile writes an evaluation output.jsonl larger than
+// splitMinBytes from the real samples' instances, each copy told apart by
+// a member of its own (so that a chunk's Storylines differ from the next
+// chunk's, whose bytes may reuse its buffer).
+func bigOpenHandsFile(t *testing.T) string {
+	t.Helper()
+	var lines [][]byte
+	for _, name := range []string{"openhands-benchmarks_openagentsafety_v1-sdk_output.jsonl", "openhands_resolver_mock_output.jsonl"} {
+		data, err := os.ReadFile(filepath.Join(testutil.SamplesDir(t), "openhands", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '{' {
+				lines = append(lines, l)
+			}
+		}
+	}
+	var b bytes.Buffer
+	for k := 0; b.Len() < splitMinBytes+3*chunkBytes; k++ {
+		l := lines[k%len(lines)]
+		fmt.Fprintf(&b, `{"copy": %d, %s`+"\n", k, l[1:])
+	}
+	path := filepath.Join(t.TempDir(), "output.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // normalizeAll returns every Storyline (as JSON, warnings included) and the
 // error of normalizing path with NormalizeFile, or line by line with the
-// adapter alone when sequential.
-func normalizeAll(t *testing.T, path string, sequential bool) ([]string, error) {
+// adapter alone when sequential. NormalizeFile's Storylines are kept as
+// emitted and encoded only at the end, by when the chunk buffers they were
+// read from have been reused for later chunks.
+func normalizeAll(t *testing.T, path string, adapter format.Adapter, layout string, sequential bool) ([]string, error) {
 	t.Helper()
-	var out []string
-	emit := func(sl *model.Storyline) error {
+	src := format.Source{Path: path, File: filepath.Base(path)}
+	encode := func(sl *model.Storyline) string {
 		b, err := jsonx.Marshal(sl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, string(b))
-		return nil
+		return string(b)
 	}
+	var out []string
 	if !sequential {
-		det, err := NormalizeFile(context.Background(), path, "chats.jsonl", Options{}, emit)
-		if err == nil && det.Layout != "chat-jsonl" {
-			t.Fatalf("layout %q", det.Layout)
+		var kept []*model.Storyline
+		det, err := NormalizeFile(context.Background(), path, src.File, Options{}, func(sl *model.Storyline) error {
+			kept = append(kept, sl)
+			return nil
+		})
+		if err == nil && det.Layout != layout {
+			t.Fatalf("layout %q, want %q", det.Layout, layout)
+		}
+		for _, sl := range kept {
+			out = append(out, encode(sl))
 		}
 		return out, err
 	}
@@ -84,8 +125,10 @@ func normalizeAll(t *testing.T, path string, sequential bool) ([]string, error) 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	src := format.Source{Path: path, File: "chats.jsonl"}
-	return out, openai.New().Normalize(context.Background(), f, src, "chat-jsonl", uniqueSessions(src, emit))
+	return out, adapter.Normalize(context.Background(), f, src, layout, uniqueSessions(src, func(sl *model.Storyline) error {
+		out = append(out, encode(sl))
+		return nil
+	}))
 }
 
 func TestSplitByLinesGivesTheSameRowsAsSequential(t *testing.T) {
@@ -93,19 +136,29 @@ func TestSplitByLinesGivesTheSameRowsAsSequential(t *testing.T) {
 		old := runtime.GOMAXPROCS(2)
 		t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 	}
-	for _, bad := range []int{0, 1500} {
-		t.Run(fmt.Sprintf("bad line %d", bad), func(t *testing.T) {
-			path := bigChatFile(t, bad)
-			if !takesChunks(t, path) {
+	cases := []struct {
+		name    string
+		path    string
+		adapter format.Adapter
+		layout  string
+		bad     int
+	}{
+		{"chat JSONL", bigChatFile(t, 0), openai.New(), "chat-jsonl", 0},
+		{"chat JSONL, bad line 1500", bigChatFile(t, 1500), openai.New(), "chat-jsonl", 1500},
+		{"OpenHands output.jsonl", bigOpenHandsFile(t), openhands.New(), openhands.LayoutJSONL, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !takesChunks(t, c.path) {
 				t.Fatal("the file is not read in chunks")
 			}
-			got, gotErr := normalizeAll(t, path, false)
-			want, wantErr := normalizeAll(t, path, true)
+			got, gotErr := normalizeAll(t, c.path, c.adapter, c.layout, false)
+			want, wantErr := normalizeAll(t, c.path, c.adapter, c.layout, true)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("error in chunks: %v; line by line: %v", gotErr, wantErr)
 			}
-			if bad != 0 && (wantErr == nil || !strings.Contains(wantErr.Error(), fmt.Sprintf(":%d:", bad))) {
-				t.Fatalf("the bad line is not reported at line %d: %v", bad, wantErr)
+			if c.bad != 0 && (wantErr == nil || !strings.Contains(wantErr.Error(), fmt.Sprintf(":%d:", c.bad))) {
+				t.Fatalf("the bad line is not reported at line %d: %v", c.bad, wantErr)
 			}
 			if len(got) != len(want) || len(want) < 100 {
 				t.Fatalf("%d Storylines in chunks, %d line by line", len(got), len(want))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -58,6 +59,30 @@ type FileRequest struct {
 	Relations []string
 }
 
+// largeFileBytes is the mean size from which a batch's files are large
+// (see batchWorkers).
+const largeFileBytes = 1 << 20
+
+// batchWorkers is how many of the batch's sources normalize at once: up to
+// most, but no more than one per CPU when the files are large. A large
+// file costs CPU, not waiting, so a worker beyond one per CPU only holds
+// another file's Storylines and scratch row groups at once (ATOF, Claude
+// Code, OpenHands first queries on two CPUs: peak RSS −3 to −34 MB, time
+// −2 to −7%); small files leave a CPU waiting on their opens and reads,
+// which more workers fill (6,328 ATIF files: 4.5% slower at one per CPU).
+// See docs/performance.md.
+func batchWorkers(most int, claimed []cacheClaim, todo []int) int {
+	workers := min(most, len(todo))
+	var bytes int64
+	for _, i := range todo {
+		bytes += claimed[i].s.Size
+	}
+	if bytes/int64(max(len(todo), 1)) >= largeFileBytes {
+		workers = min(workers, runtime.GOMAXPROCS(0))
+	}
+	return max(workers, 1)
+}
+
 // ResolveFiles resolves many local peripheral file sources at once: they are
 // normalized in parallel (max_concurrent_sources workers) into shared
 // scratch Parquet files, one per relation, worker and set of requested
@@ -103,7 +128,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	errs := make([]error, len(claimed))
 	formats := make([]string, len(claimed))
 	placed := make([]bool, len(claimed)) // in a scratch set (written by one worker only)
-	workers := min(snap.Options.MaxConcurrentSources, len(todo))
+	workers := batchWorkers(snap.Options.MaxConcurrentSources, claimed, todo)
 	sets := make([]map[string]*scratch, workers) // by worker, then group key
 	work := make(chan int)
 	var wg sync.WaitGroup

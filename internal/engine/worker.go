@@ -286,10 +286,13 @@ func (w *worker) deathError() error {
 }
 
 // outOfMemory reports whether a worker's stderr says an allocation failed:
-// Go's runtime (a heap or a thread's stack), the C++ runtime or DuckDB's
-// allocator.
+// Go's runtime (a heap or a thread's stack: the cap on what the worker may
+// map makes a new thread's stack fail with EAGAIN, which cgo reports as
+// pthread_create's "Resource temporarily unavailable"), the C++ runtime or
+// DuckDB's allocator.
 func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "std::bad_alloc", "cannot allocate memory", "failed to create new OS thread"} {
+	for _, s := range []string{"out of memory", "std::bad_alloc", "cannot allocate memory", "failed to create new OS thread",
+		"pthread_create failed: Resource temporarily unavailable"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}

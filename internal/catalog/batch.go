@@ -63,24 +63,23 @@ type FileRequest struct {
 // (see batchWorkers).
 const largeFileBytes = 1 << 20
 
-// batchWorkers is how many of the batch's sources normalize at once: up to
-// most, but no more than one per CPU when the files are large. A large
-// file costs CPU, not waiting, so a worker beyond one per CPU only holds
-// another file's Storylines and scratch row groups at once (ATOF, Claude
-// Code, OpenHands first queries on two CPUs: peak RSS −3 to −34 MB, time
-// −2 to −7%); small files leave a CPU waiting on their opens and reads,
-// which more workers fill (6,328 ATIF files: 4.5% slower at one per CPU).
-// See docs/performance.md.
+// batchWorkers is how many of the batch's sources (todo, never empty)
+// normalize at once: up to most, but no more than one per CPU when the
+// files are large. A large file costs CPU, not waiting, so a worker beyond
+// one per CPU only holds another file's Storylines and scratch row groups
+// at once; small files leave a CPU waiting on their opens and reads, which
+// more workers fill (docs/performance.md, "Workers of a batch of large
+// files").
 func batchWorkers(most int, claimed []cacheClaim, todo []int) int {
 	workers := min(most, len(todo))
 	var bytes int64
 	for _, i := range todo {
 		bytes += claimed[i].s.Size
 	}
-	if bytes/int64(max(len(todo), 1)) >= largeFileBytes {
+	if bytes/int64(len(todo)) >= largeFileBytes {
 		workers = min(workers, runtime.GOMAXPROCS(0))
 	}
-	return max(workers, 1)
+	return workers
 }
 
 // ResolveFiles resolves many local peripheral file sources at once: they are

@@ -75,7 +75,7 @@ func normalizeLines(ctx context.Context, r io.Reader, src format.Source, rec for
 	order := make(chan *chunk, 2*workers) // bounds the chunks held at once
 	// A chunk's buffer goes back to the reader once its lines are
 	// normalized (a Storyline holds no bytes of its line): a new one per
-	// chunk was fresh memory, a page fault per 4 KB of the file.
+	// chunk was 1.25 MiB to zero and then to collect.
 	free := make(chan []byte, 2*workers+2)
 	var readErr error
 	go func() {

@@ -53,7 +53,7 @@ var (
 // freeTextColumns hold texts and JSON documents: no query narrows them by
 // range, so their pages and column chunks carry no min/max bounds. Finding
 // the bounds compared every value of a page, and a chunk's bounds are whole
-// values (a 1 MB tool result would be copied into the footer twice).
+// values (its longest tool result was copied into the footer).
 var freeTextColumns = []string{"message_value", "reasoning", "observation", "arguments", "result", "extra", "scores", "subagent_refs"}
 
 // tableWriter writes rows of one relation to a Parquet file, cutting row

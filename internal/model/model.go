@@ -77,7 +77,7 @@ type Run struct {
 	// Harbor trial rewards): Reward the single number a user sorts by,
 	// Scores every recorded score as a JSON object.
 	Reward           *float64 `parquet:"reward,optional" json:"reward" since:"2"`
-	Scores           *string  `parquet:"scores,optional" json:"scores" since:"2"`
+	Scores           *string  `parquet:"scores,optional" json:"scores" text:"free" since:"2"`
 	StepCount        int64    `parquet:"step_count" json:"step_count"`
 	ToolCallCount    int64    `parquet:"tool_call_count" json:"tool_call_count"`
 	PromptTokens     *int64   `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
@@ -97,11 +97,11 @@ type Run struct {
 	// the document (ATIF continued_trajectory_ref), never followed.
 	ContinuedTrajectoryRef *string `parquet:"continued_trajectory_ref,optional" json:"continued_trajectory_ref"`
 	// SubagentRefs is a JSON array of SubagentRef, or NULL when none.
-	SubagentRefs *string `parquet:"subagent_refs,optional" json:"subagent_refs"`
+	SubagentRefs *string `parquet:"subagent_refs,optional" json:"subagent_refs" text:"free"`
 	SourceFormat string  `parquet:"source_format" json:"source_format"`
 	// Extra is a JSON object with everything the source had that no column
 	// holds, or NULL.
-	Extra *string `parquet:"extra,optional" json:"extra"`
+	Extra *string `parquet:"extra,optional" json:"extra" text:"free"`
 }
 
 // SubagentRef is one link from a Storyline to a subagent Storyline, as
@@ -135,8 +135,8 @@ type Step struct {
 	// MessageKind is text, multimodal, tool_calls_only, refusal, reasoning,
 	// system_op, or a source item type.
 	MessageKind      string     `parquet:"message_kind" json:"message_kind"`
-	MessageValue     *string    `parquet:"message_value,optional" json:"message_value"`
-	Reasoning        *string    `parquet:"reasoning,optional" json:"reasoning"`
+	MessageValue     *string    `parquet:"message_value,optional" json:"message_value" text:"free"`
+	Reasoning        *string    `parquet:"reasoning,optional" json:"reasoning" text:"free"`
 	ModelName        *string    `parquet:"model_name,optional" json:"model_name"`
 	Timestamp        *time.Time `parquet:"timestamp,optional,timestamp(microsecond)" json:"timestamp"`
 	PromptTokens     *int64     `parquet:"prompt_tokens,optional" json:"prompt_tokens"`
@@ -148,8 +148,8 @@ type Step struct {
 	IsCopiedContext  bool       `parquet:"is_copied_context" json:"is_copied_context"`
 	// Observation holds step-level observation content that is not a tool
 	// result (system operations, results of non-tool actions), as text.
-	Observation *string `parquet:"observation,optional" json:"observation"`
-	Extra       *string `parquet:"extra,optional" json:"extra"`
+	Observation *string `parquet:"observation,optional" json:"observation" text:"free"`
+	Extra       *string `parquet:"extra,optional" json:"extra" text:"free"`
 }
 
 // ToolCall is one tool invocation made by an agent step, with its result
@@ -165,15 +165,15 @@ type ToolCall struct {
 	FunctionName string `parquet:"function_name" json:"function_name"`
 	// Arguments is the raw arguments text as recorded (JSON text for formats
 	// that store objects). ArgumentsValid says whether it parses as JSON.
-	Arguments      *string `parquet:"arguments,optional" json:"arguments"`
+	Arguments      *string `parquet:"arguments,optional" json:"arguments" text:"free"`
 	ArgumentsValid bool    `parquet:"arguments_valid" json:"arguments_valid"`
-	Result         *string `parquet:"result,optional" json:"result"`
+	Result         *string `parquet:"result,optional" json:"result" text:"free"`
 	ResultStatus   string  `parquet:"result_status" json:"result_status"`
 	// ResultStepID is the step that carried the result when it differs from
 	// the calling step (OpenAI tool messages, Codex outputs).
 	ResultStepID *string `parquet:"result_step_id,optional" json:"result_step_id"`
 	ResultLink   string  `parquet:"result_link" json:"result_link"`
-	Extra        *string `parquet:"extra,optional" json:"extra"`
+	Extra        *string `parquet:"extra,optional" json:"extra" text:"free"`
 }
 
 // Event is one canonical event (the events relation and the canonical wire

@@ -15,6 +15,12 @@ type Column struct {
 	// Since is the SchemaVersion that added the column: a store written at
 	// an older version has no such column, and readers select NULL for it.
 	Since int
+	// FreeText marks a column of texts or JSON documents (messages, tool
+	// arguments and results, extras): most of a normalized file's bytes,
+	// never narrowed by range. A query that reads none of a relation's
+	// free-text columns has a peripheral file normalized lean, with them
+	// NULL (docs/architecture.md, "Lean relations").
+	FreeText bool
 }
 
 // MissingIn reports whether a store written at schemaVersion lacks c.
@@ -76,9 +82,20 @@ func columnsOf(v any) []Column {
 				panic(fmt.Sprintf("model: field %s: bad since tag %q", f.Name, v))
 			}
 		}
-		cols = append(cols, Column{Name: name, SQLType: sqlType, Nullable: nullable, Since: since})
+		cols = append(cols, Column{Name: name, SQLType: sqlType, Nullable: nullable, Since: since, FreeText: f.Tag.Get("text") == "free"})
 	}
 	return cols
+}
+
+// FreeTextColumns returns the names of a relation's free-text columns.
+func FreeTextColumns(rel string) []string {
+	var names []string
+	for _, c := range Schemas[rel] {
+		if c.FreeText {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // ColumnNames returns the column names of a relation in order.

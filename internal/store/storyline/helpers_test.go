@@ -49,6 +49,25 @@ func genStoryline(file, session string, n int) *model.Storyline {
 	return sl
 }
 
+// writeScratch writes Storylines into a new Scratch of parts (every
+// relation whole when none) that is one of concurrent sets.
+func writeScratch(t testing.TB, concurrent int, parts []string, sls ...*model.Storyline) *Scratch {
+	t.Helper()
+	sc, err := NewScratch(t.TempDir(), concurrent, parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range sls {
+		if err := sc.Add(sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 // counts is rows per relation.
 type counts map[string]int64
 

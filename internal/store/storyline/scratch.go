@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -20,14 +21,38 @@ type Scratch struct {
 	runs  *tableWriter[model.Run]
 	steps *tableWriter[model.Step]
 	calls *tableWriter[model.ToolCall]
+	lean  map[string]bool // relations written lean (Lean)
 }
 
-// NewScratch creates the files of rels (all three relations when none are
-// given) in dir, which must exist. Scratch sets written at the same time
-// share the memory of their buffered row groups: concurrent says how many
-// there are (1: this one alone), and each cuts groups that much smaller.
-func NewScratch(dir string, concurrent int, rels ...string) (*Scratch, error) {
-	s := &Scratch{dir: dir}
+// A part is what a Scratch writes of one relation: the relation whole, or
+// lean, with its free-text columns NULL (model.Column.FreeText) for a query
+// that reads none of them, so that a count of tool calls never encodes
+// their arguments and results. A lean file has the relation's schema.
+const leanSuffix = "#lean"
+
+// Lean names the lean part of a relation.
+func Lean(rel string) string { return rel + leanSuffix }
+
+// PartRelation returns the relation of a part and whether it is lean.
+func PartRelation(part string) (rel string, lean bool) { return strings.CutSuffix(part, leanSuffix) }
+
+// Parts lists every part: the relations in table order, then their lean
+// parts.
+var Parts = append(slices.Clone(Tables), Lean(model.RelRuns), Lean(model.RelSteps), Lean(model.RelToolCalls))
+
+// NewScratch creates the files of parts (every relation whole when none
+// are given) in dir, which must exist; a relation may be given once. Scratch
+// sets written at the same time share the memory of their buffered row
+// groups: concurrent says how many there are (1: this one alone), and each
+// cuts groups that much smaller.
+func NewScratch(dir string, concurrent int, parts ...string) (*Scratch, error) {
+	s := &Scratch{dir: dir, lean: map[string]bool{}}
+	rels := make([]string, len(parts))
+	for i, p := range parts {
+		var lean bool
+		rels[i], lean = PartRelation(p)
+		s.lean[rels[i]] = lean
+	}
 	want := func(rel string) bool { return len(rels) == 0 || slices.Contains(rels, rel) }
 	var err error
 	if want(model.RelRuns) {
@@ -79,25 +104,56 @@ func (s *Scratch) Relations() []string {
 // for concurrent use.
 func (s *Scratch) Add(sl *model.Storyline) error {
 	if s.runs != nil && !sl.More {
-		if err := s.runs.write(&sl.Run); err != nil {
+		r := &sl.Run
+		if s.lean[model.RelRuns] {
+			r = leanRun(*r)
+		}
+		if err := s.runs.write(r); err != nil {
 			return err
 		}
 	}
 	if s.steps != nil {
+		lean := s.lean[model.RelSteps]
 		for i := range sl.Steps {
-			if err := s.steps.write(&sl.Steps[i]); err != nil {
+			r := &sl.Steps[i]
+			if lean {
+				r = leanStep(*r)
+			}
+			if err := s.steps.write(r); err != nil {
 				return err
 			}
 		}
 	}
 	if s.calls != nil {
+		lean := s.lean[model.RelToolCalls]
 		for i := range sl.ToolCalls {
-			if err := s.calls.write(&sl.ToolCalls[i]); err != nil {
+			r := &sl.ToolCalls[i]
+			if lean {
+				r = leanToolCall(*r)
+			}
+			if err := s.calls.write(r); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// leanRun, leanStep and leanToolCall are copies of a row without its
+// free-text columns.
+func leanRun(r model.Run) *model.Run {
+	r.Scores, r.SubagentRefs, r.Extra = nil, nil, nil
+	return &r
+}
+
+func leanStep(r model.Step) *model.Step {
+	r.MessageValue, r.Reasoning, r.Observation, r.Extra = nil, nil, nil, nil
+	return &r
+}
+
+func leanToolCall(r model.ToolCall) *model.ToolCall {
+	r.Arguments, r.Result, r.Extra = nil, nil, nil
+	return &r
 }
 
 // Close finishes the files.

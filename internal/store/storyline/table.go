@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -50,11 +51,22 @@ var (
 	spillCodec   compress.Codec = &uncompressed.Codec{}
 )
 
-// freeTextColumns hold texts and JSON documents: no query narrows them by
-// range, so their pages and column chunks carry no min/max bounds. Finding
-// the bounds compared every value of a page, and a chunk's bounds are whole
-// values (its longest tool result was copied into the footer).
-var freeTextColumns = []string{"message_value", "reasoning", "observation", "arguments", "result", "extra", "scores", "subagent_refs"}
+// freeTextColumns hold texts and JSON documents (model.Column.FreeText): no
+// query narrows them by range, so their pages and column chunks carry no
+// min/max bounds. Finding the bounds compared every value of a page, and a
+// chunk's bounds are whole values (its longest tool result was copied into
+// the footer).
+var freeTextColumns = func() []string {
+	var names []string
+	for _, rel := range Tables {
+		for _, c := range model.FreeTextColumns(rel) {
+			if !slices.Contains(names, c) {
+				names = append(names, c)
+			}
+		}
+	}
+	return names
+}()
 
 // tableWriter writes rows of one relation to a Parquet file, cutting row
 // groups by row count and estimated size.

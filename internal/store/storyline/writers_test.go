@@ -309,18 +309,7 @@ func TestRunInPartsIsOneRun(t *testing.T) {
 	g := writeGeneration(t, newStore(t), parts...)
 	check("generation", g.Path)
 
-	sc, err := NewScratch(t.TempDir(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range parts {
-		if err := sc.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sc := writeScratch(t, 1, nil, parts...)
 	check("scratch", sc.Path)
 }
 
@@ -345,16 +334,7 @@ func TestScratchCutsSmallerGroups(t *testing.T) {
 	}
 	var paths []string // of one scratch set alone, then of one of four written at once
 	for _, concurrent := range []int{1, 4} {
-		sc, err := NewScratch(t.TempDir(), concurrent, model.RelSteps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sc.Add(sl); err != nil {
-			t.Fatal(err)
-		}
-		if err := sc.Close(); err != nil {
-			t.Fatal(err)
-		}
+		sc := writeScratch(t, concurrent, []string{model.RelSteps}, sl)
 		paths = append(paths, sc.Path(model.RelSteps))
 	}
 	g := writeGeneration(t, newStore(t), sl)

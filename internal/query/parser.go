@@ -105,6 +105,7 @@ type Analysis struct {
 	// Route holds what source routing may use (nil: the statement's shape
 	// does not allow it).
 	Route *RouteFacts
+	text  *textReads // what it may read of free-text columns (ReadsFreeText)
 }
 
 // MayRead reports whether the source file can contribute rows to
@@ -225,6 +226,7 @@ func AnalyzeOn(ctx context.Context, conn Rower, sql string, opts AnalyzeOptions)
 		return nil, err
 	}
 	res.Explain, res.Analyze = explain, analyze
+	res.text = freeTextReads(stmt)
 	if !explain {
 		res.Route = routeFacts(stmt, res.Refs)
 	}

@@ -56,7 +56,7 @@ func claim(reqs []FileRequest) (claimed []cacheClaim, unlock func()) {
 // FileRequest asks for some Storyline relations of a file source.
 type FileRequest struct {
 	Source    *Source
-	Relations []string
+	Relations []string // relations, or their lean parts (LeanPart)
 }
 
 // largeFileBytes is the mean size from which a batch's files are large
@@ -177,7 +177,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	for i := range claimed {
 		if !placed[i] && errs[i] != nil { // its scratch set could not be made
 			for _, rel := range claimed[i].missing {
-				c := &claimed[i].s.relations[relIndex(rel)]
+				c := &claimed[i].s.relations[partIndex(rel)]
 				c.done, c.err = true, errs[i]
 			}
 			failed = append(failed, errs[i])
@@ -200,9 +200,10 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 			for _, i := range sc.sources {
 				s := claimed[i].s
 				var nt *notTrajectory
-				for _, rel := range claimed[i].missing {
-					c := &s.relations[relIndex(rel)]
+				for _, part := range claimed[i].missing {
+					c := &s.relations[partIndex(part)]
 					c.done = true
+					rel, _ := storyline.PartRelation(part)
 					switch {
 					case errors.As(errs[i], &nt):
 						c.res = nt.resolved()

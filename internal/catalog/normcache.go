@@ -10,6 +10,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
 // The normalization cache (docs/storage.md, "Normalization cache") keeps
@@ -52,14 +53,14 @@ func openCache(o Options, tempDir string) (*normcache.Session, error) {
 // its options name (nil: it uses it, or none was asked for).
 func (s *Snapshot) CacheError() error { return s.cacheErr }
 
-// cacheKey digests what a peripheral file source's rows of relation depend
+// cacheKey digests what a peripheral file source's rows of a part depend
 // on: where it is, its exact pin (its companion's included), the _file_ its
-// rows carry, the options of normalization and the relation (each relation
-// is an entry of its own, as a query normalizes only the relations it
-// reads). ok is false for a source the cache does not keep: a remote
+// rows carry, the options of normalization and the part (each relation,
+// whole or lean, is an entry of its own, as a query normalizes only the
+// relations it reads). ok is false for a source the cache does not keep: a remote
 // object pinned only by key, size and mtime could be rewritten without its
 // pin showing it.
-func (s *Source) cacheKey(c *normcache.Session, relation string) (key normcache.Key, ok bool) {
+func (s *Source) cacheKey(c *normcache.Session, part string) (key normcache.Key, ok bool) {
 	if !strongPin(s.Revision) || (s.Companion != nil && !strongPin(s.Companion.Revision)) {
 		return key, false
 	}
@@ -73,18 +74,38 @@ func (s *Source) cacheKey(c *normcache.Session, relation string) (key normcache.
 	}
 	o := s.snap.Options
 	return c.Key(append(where, s.PinRef(), s.File,
-		strconv.FormatInt(o.MaxDetectionBytes, 10), strconv.FormatInt(o.MaxFileBytes, 10), o.Unrecognized, relation)...), true
+		strconv.FormatInt(o.MaxDetectionBytes, 10), strconv.FormatInt(o.MaxFileBytes, 10), o.Unrecognized, part)...), true
 }
 
-// cacheKeys are the keys of rels (ok false: the source is not cacheable).
-func (s *Source) cacheKeys(c *normcache.Session, rels []string) (keys []normcache.Key, ok bool) {
-	keys = make([]normcache.Key, len(rels))
-	for i, rel := range rels {
-		if keys[i], ok = s.cacheKey(c, rel); !ok {
+// cacheKeys are the keys of parts (ok false: the source is not cacheable).
+func (s *Source) cacheKeys(c *normcache.Session, parts []string) (keys []normcache.Key, ok bool) {
+	keys = make([]normcache.Key, len(parts))
+	for i, p := range parts {
+		if keys[i], ok = s.cacheKey(c, p); !ok {
 			return nil, false
 		}
 	}
 	return keys, true
+}
+
+// lookupParts looks up the entries of the parts of several sources at
+// once (keys are theirs, in order: the index is read once) and returns one
+// hit or nil per key. A lean part the cache has no entry of is served by
+// its relation's whole entry when there is one, which has every column.
+func lookupParts(c *normcache.Session, want normcache.Want, srcs []*Source, parts [][]string, keys []normcache.Key) []*normcache.Hit {
+	alts := make([][]normcache.Key, 0, len(keys))
+	for n, s := range srcs {
+		for _, p := range parts[n] {
+			alt := []normcache.Key{keys[len(alts)]}
+			if rel, lean := storyline.PartRelation(p); lean {
+				if k, ok := s.cacheKey(c, rel); ok {
+					alt = append(alt, k)
+				}
+			}
+			alts = append(alts, alt)
+		}
+	}
+	return c.LookupAny(alts, want)
 }
 
 // strongPin reports whether a file's pin names one exact content: a local
@@ -154,7 +175,7 @@ func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string,
 		if err != nil {
 			return nil, err
 		}
-		return res.byRelation(rels), nil
+		return res.byPart(rels), nil
 	}
 	out := make([]*Resolved, len(rels))
 	var missing []string
@@ -162,7 +183,7 @@ func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string,
 	var at []int
 	hits := make([]*normcache.Hit, len(rels))
 	if s.unchanged() {
-		hits = c.Lookup(keys, want)
+		hits = lookupParts(c, want, []*Source{s}, [][]string{rels}, keys)
 	}
 	for i, h := range hits {
 		if h != nil {
@@ -182,7 +203,7 @@ func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string,
 	if err != nil {
 		return nil, err
 	}
-	for j, r := range res.byRelation(missing) {
+	for j, r := range res.byPart(missing) {
 		out[at[j]] = r
 	}
 	if !s.settled(start) {
@@ -197,20 +218,22 @@ func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string,
 		var owners []string
 		files := map[string]string{}
 		if rows {
-			owners, files[rel] = []string{s.File}, file
+			relation, _ := storyline.PartRelation(rel)
+			owners, files[relation] = []string{s.File}, file
 		}
 		c.Store(ctx, []normcache.Member{m}, owners, files) // a failure is the cache's (counted in its stats), never the query's
 	}
 	return out, nil
 }
 
-// cacheFile returns the file of relation in a resolution when the cache
-// can keep it: one file, or none at all (rows false: a file that is not a
-// trajectory).
-func cacheFile(res *Resolved, relation string) (file string, rows bool, ok bool) {
+// cacheFile returns the file of a part's relation in a resolution when the
+// cache can keep it: one file, or none at all (rows false: a file that is
+// not a trajectory).
+func cacheFile(res *Resolved, part string) (file string, rows bool, ok bool) {
 	if len(res.Files) == 0 {
 		return "", false, true
 	}
+	relation, _ := storyline.PartRelation(part)
 	if files := res.Files[relation]; len(files) == 1 {
 		return files[0], true, true
 	}
@@ -254,6 +277,8 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 	}
 	var keys []normcache.Key
 	var of []int // claim of each key
+	var srcs []*Source
+	var parts [][]string
 	for i := range claims {
 		cl := &claims[i]
 		all, ok := cl.s.cacheKeys(c, cl.missing)
@@ -263,6 +288,7 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 		cl.keys, cl.cacheable = all, true
 		if cl.s.unchanged() {
 			keys = append(keys, all...)
+			srcs, parts = append(srcs, cl.s), append(parts, cl.missing)
 			for range all {
 				of = append(of, i)
 			}
@@ -271,7 +297,7 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 	if len(keys) == 0 {
 		return
 	}
-	hits := c.Lookup(keys, normcache.Largest)
+	hits := lookupParts(c, normcache.Largest, srcs, parts, keys)
 	for i := 0; i < len(keys); {
 		cl := &claims[of[i]]
 		rels, relKeys := cl.missing, cl.keys
@@ -282,7 +308,7 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 				cl.missing, cl.keys = append(cl.missing, rel), append(cl.keys, relKeys[j])
 				continue
 			}
-			cell := &cl.s.relations[relIndex(rel)]
+			cell := &cl.s.relations[partIndex(rel)]
 			cell.done, cell.res = true, resolvedHit(h)
 			if !h.NoRows {
 				cl.s.setFormat(h.Format)
@@ -331,7 +357,8 @@ func (snap *Snapshot) storeBatch(ctx context.Context, batch []cacheMember, rels 
 		}
 		kept := map[string]string{}
 		if rows {
-			kept[rel] = file
+			relation, _ := storyline.PartRelation(rel)
+			kept[relation] = file
 		}
 		c.Store(ctx, members, owners, kept) // a failure is the cache's (counted in its stats), never the query's
 	}

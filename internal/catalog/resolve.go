@@ -25,12 +25,13 @@ import (
 // result or error for the Snapshot's life. Resolution only ever uses the
 // pinned version.
 //
-// The Storyline relations have a cell each. A store's are resolved
-// together (its files exist already), but a peripheral file is normalized
-// for the relations a query reads and writes only those: a count over
-// tool_calls never encodes every message text into Parquet. A later query
-// that reads another relation normalizes the file once more, for that
-// relation only.
+// The Storyline relations have a cell each, whole and lean (LeanPart). A
+// store's are resolved together (its files exist already), but a peripheral
+// file is normalized for the relations a query reads and writes only those,
+// lean when it reads none of their free text: a count over tool_calls
+// never encodes a message text or a tool result into Parquet. A later query
+// that reads another relation, or free text of a lean one, normalizes the
+// file once more, for that only.
 type Source struct {
 	DiscoveredSource
 	Projections []*Projection
@@ -38,7 +39,7 @@ type Source struct {
 	snap    *Snapshot
 	dataset *Dataset
 
-	relations relCells // runs, steps, tool_calls
+	relations relCells // runs, steps, tool_calls, whole and lean
 	solo      relCells // the same, normalized alone when a relation's files are a shared batch (ResolveSolo)
 	events    cell     // events
 	compact   compactLoad
@@ -106,25 +107,36 @@ func (c *cell) do(ctx context.Context, fn func() (*Resolved, error)) (*Resolved,
 	return res, err
 }
 
-// relCells are the cells of the Storyline relations, in storyline.Tables
-// order.
-type relCells [3]cell
+// relCells are the cells of the Storyline relations' parts, in
+// storyline.Parts order: each relation whole, then lean (its free-text
+// columns NULL, for queries that read none of them).
+type relCells [6]cell
 
-func relIndex(rel string) int { return slices.Index(storyline.Tables, rel) }
+func partIndex(part string) int { return slices.Index(storyline.Parts, part) }
 
-// lock locks the cells of rels (each once, always in table order, so that
-// concurrent resolutions of overlapping sets cannot deadlock) and returns
-// their indexes and the relations of those not resolved yet.
-func (cs *relCells) lock(rels []string) (held []int, missing []string) {
-	for i, t := range storyline.Tables {
-		if slices.Contains(rels, t) {
+// LeanPart names the lean part of a Storyline relation, which Resolve and
+// the others accept in place of the relation: its files have the
+// relation's schema with the free-text columns NULL (model.Column.FreeText),
+// so a query that reads none of them gets its rows without message texts
+// and tool results ever being written.
+func LeanPart(relation string) string { return storyline.Lean(relation) }
+
+// lock locks the cells of parts and, for a lean part, its relation's whole
+// cell too (each once, always in Parts order, so that concurrent
+// resolutions of overlapping sets cannot deadlock), and returns their
+// indexes and the parts not resolved yet.
+func (cs *relCells) lock(parts []string) (held []int, missing []string) {
+	for i, p := range storyline.Parts {
+		if slices.Contains(parts, p) || slices.Contains(parts, storyline.Lean(p)) {
 			held = append(held, i)
 		}
 	}
 	for _, i := range held {
 		cs[i].mu.Lock()
-		if !cs[i].done {
-			missing = append(missing, storyline.Tables[i])
+	}
+	for _, p := range storyline.Parts {
+		if slices.Contains(parts, p) && cs.answer(p) == nil {
+			missing = append(missing, p)
 		}
 	}
 	return held, missing
@@ -136,28 +148,42 @@ func (cs *relCells) unlock(held []int) {
 	}
 }
 
-// do is cell.do for several relations at once: fn runs once for those not
-// resolved yet and returns one result per missing relation (each cell holds
+// answer is the resolved cell that answers part (nil: none yet): a lean
+// part is answered by its relation's whole files as well as by its own,
+// so what one query normalized whole is never normalized again lean. The
+// caller holds the locks.
+func (cs *relCells) answer(part string) *cell {
+	if rel, lean := storyline.PartRelation(part); lean && cs[partIndex(rel)].done {
+		return &cs[partIndex(rel)]
+	}
+	if c := &cs[partIndex(part)]; c.done {
+		return c
+	}
+	return nil
+}
+
+// do is cell.do for several parts at once: fn runs once for those not
+// resolved yet and returns one result per missing part (each cell holds
 // only its relation's files), which is cached.
-func (cs *relCells) do(ctx context.Context, rels []string, fn func(missing []string) ([]*Resolved, error)) ([]*Resolved, error) {
-	held, missing := cs.lock(rels)
+func (cs *relCells) do(ctx context.Context, parts []string, fn func(missing []string) ([]*Resolved, error)) ([]*Resolved, error) {
+	held, missing := cs.lock(parts)
 	defer cs.unlock(held)
 	if len(missing) > 0 {
 		res, err := fn(missing)
 		if err != nil && ctx.Err() != nil {
 			return nil, err
 		}
-		for i, rel := range missing {
-			c := &cs[relIndex(rel)]
+		for i, p := range missing {
+			c := &cs[partIndex(p)]
 			c.done, c.err = true, err
 			if err == nil {
 				c.res = res[i]
 			}
 		}
 	}
-	out := make([]*Resolved, len(rels))
-	for i, rel := range rels {
-		c := &cs[relIndex(rel)]
+	out := make([]*Resolved, len(parts))
+	for i, p := range parts {
+		c := cs.answer(p)
 		if c.err != nil {
 			return nil, c.err
 		}
@@ -166,8 +192,9 @@ func (cs *relCells) do(ctx context.Context, rels []string, fn func(missing []str
 	return out, nil
 }
 
-// only returns r restricted to one relation's files.
-func (r *Resolved) only(rel string) *Resolved {
+// only returns r restricted to the files of one part's relation.
+func (r *Resolved) only(part string) *Resolved {
+	rel, _ := storyline.PartRelation(part)
 	out := *r
 	out.Files = map[string][]string{}
 	if files, ok := r.Files[rel]; ok {
@@ -176,11 +203,11 @@ func (r *Resolved) only(rel string) *Resolved {
 	return &out
 }
 
-// byRelation splits r into one result per relation of rels.
-func (r *Resolved) byRelation(rels []string) []*Resolved {
-	out := make([]*Resolved, len(rels))
-	for i, rel := range rels {
-		out[i] = r.only(rel)
+// byPart splits r into one result per part of parts.
+func (r *Resolved) byPart(parts []string) []*Resolved {
+	out := make([]*Resolved, len(parts))
+	for i, p := range parts {
+		out[i] = r.only(p)
 	}
 	return out
 }
@@ -236,9 +263,10 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 	return res[0], nil
 }
 
-// ResolveRelations resolves several Storyline relations of the source at
-// once (in the order given): a file source is normalized once for those of
-// them not resolved yet. A store resolves all three together.
+// ResolveRelations resolves several Storyline relations (or their lean
+// parts, LeanPart) of the source at once (in the order given): a file
+// source is normalized once for those of them not resolved yet. A store
+// resolves all three together.
 func (s *Source) ResolveRelations(ctx context.Context, rels ...string) ([]*Resolved, error) {
 	if s.Err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, s.Err)
@@ -260,10 +288,11 @@ func (s *Source) ResolveRelations(ctx context.Context, rels ...string) ([]*Resol
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", s.File, err)
 	}
-	if s.Kind != KindFile {
+	if s.Kind != KindFile { // a store's files have every column: a lean part is its relation
 		out := make([]*Resolved, len(rels))
-		for i, rel := range rels {
-			out[i] = all[relIndex(rel)]
+		for i, p := range rels {
+			rel, _ := storyline.PartRelation(p)
+			out[i] = all[slices.Index(storyline.Tables, rel)]
 		}
 		return out, nil
 	}

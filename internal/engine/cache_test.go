@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -107,5 +108,41 @@ func TestCachedTrialFollowsItsResult(t *testing.T) {
 	}
 	if st := testutil.CacheStats(t, opts.CacheDir); st.Hits-before.Hits != 4 || st.Misses-before.Misses != 1 {
 		t.Fatalf("want the two unchanged trials and the job's two files served from the cache, trial-1 normalized: %+v (before %+v)", st, before)
+	}
+}
+
+// TestLeanServedFromWholeEntry: a query that reads no free text of a
+// relation is served from the whole relation's cache entries that an
+// earlier process kept, rather than normalizing the files again lean; and
+// lean entries, once kept, serve the next lean query.
+func TestLeanServedFromWholeEntry(t *testing.T) {
+	root := fixture(t, 4)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept
+	opts := catalog.DefaultOptions()
+	opts.CacheDir = t.TempDir()
+	run := func(sql string) (string, normcache.Stats) {
+		t.Helper()
+		snap, e := open(t, root, opts)
+		rows := fmt.Sprint(mustQuery(t, e, sql).Rows)
+		e.Close()
+		snap.Close() // counts its session's hits and misses
+		return rows, testutil.CacheStats(t, opts.CacheDir)
+	}
+	const leanSQL = "SELECT count(*), count(DISTINCT function_name) FROM tool_calls"
+	_, whole := run("SELECT count(arguments) FROM tool_calls")
+	got, st := run(leanSQL)
+	_, uncached := open(t, root, catalog.DefaultOptions())
+	if want := fmt.Sprint(mustQuery(t, uncached, leanSQL).Rows); got != want {
+		t.Fatalf("lean query over whole entries: %s, want %s", got, want)
+	}
+	if st.Stored != whole.Stored || st.Hits != whole.Hits+4 {
+		t.Fatalf("want the 4 files served from their whole entries, nothing stored: %+v (after the whole query %+v)", st, whole)
+	}
+
+	opts.CacheDir = t.TempDir()
+	_, first := run(leanSQL)
+	again, st := run(leanSQL)
+	if again != got || first.Stored == 0 || st.Stored != first.Stored || st.Hits != first.Hits+4 {
+		t.Fatalf("want the lean entries the first lean query kept to serve the second (%s, want %s): %+v (after the first %+v)", again, got, st, first)
 	}
 }

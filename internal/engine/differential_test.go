@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -150,5 +151,95 @@ func TestPruningNeverChangesResults(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// leanQueries read free text in every way a query can reach it, and none.
+var leanQueries = []string{
+	"SELECT count(*) FROM tool_calls",
+	"SELECT function_name, count(*) FROM tool_calls GROUP BY ALL ORDER BY ALL",
+	"SELECT count(*), count(arguments), max(length(result)), count(extra) FROM tool_calls",
+	"SELECT _file_, tool_call_id FROM tool_calls WHERE result IS NOT NULL OR arguments LIKE '%1%'",
+	"SELECT _file_, step_id FROM steps WHERE message_value LIKE '%t1%' ORDER BY ALL",
+	"SELECT _file_, step_id FROM steps ORDER BY message_value, _file_, step_id",
+	"SELECT * FROM tool_calls",
+	"SELECT * EXCLUDE (arguments) FROM tool_calls",
+	"SELECT COLUMNS('mess.*') FROM steps",
+	"SELECT #9 FROM steps",
+	"SELECT to_json(t) FROM tool_calls t",
+	"SELECT s FROM steps s",
+	"WITH c AS (SELECT * FROM steps) SELECT c.message_value FROM c",
+	"SELECT count(*) FROM steps s JOIN tool_calls c USING (_file_, session_id, step_id) WHERE c.arguments IS NOT NULL",
+	"SELECT count(*) FROM steps JOIN tool_calls USING (_file_, session_id, extra)",
+	"SELECT count(*) FROM steps NATURAL JOIN tool_calls",
+	"SELECT count(*), sum(step_count), sum(tool_call_count) FROM runs WHERE extra IS NULL",
+	"SELECT r.session_id, count(*) FROM runs r JOIN steps s ON r._file_ = s._file_ AND r.session_id = s.session_id GROUP BY 1 ORDER BY 1",
+}
+
+// TestLeanNeverChangesResults: queries answered from lean files (free-text
+// columns NULL, for queries that read none) give exactly the rows of whole
+// files, for generated queries and for every way of reaching free text.
+// Each query runs in a Snapshot of its own: one that an earlier query
+// normalized whole would answer from whole files.
+func TestLeanNeverChangesResults(t *testing.T) {
+	root := fixture(t, 16)
+	_, whole := open(t, root, catalog.DefaultOptions())
+	whole.NoLean = true
+	var files []string
+	for _, r := range mustQuery(t, whole, "SELECT _file_ FROM sources ORDER BY 1").Rows {
+		files = append(files, r[0].(string))
+	}
+	queries := slices.Clone(leanQueries)
+	g := &queryGen{rng: rand.New(rand.NewPCG(3, 4)), files: files}
+	for range 60 {
+		sql, _ := g.query()
+		queries = append(queries, sql)
+	}
+	for _, sql := range queries {
+		want := mustQuery(t, whole, sql)
+		snap, lean := open(t, root, catalog.DefaultOptions())
+		got := mustQuery(t, lean, sql)
+		lean.Close()
+		snap.Close()
+		if a, b := strings.Join(canonicalRows(got), "\n"), strings.Join(canonicalRows(want), "\n"); a != b {
+			t.Errorf("results differ for\n%s\nlean:\n%s\nwhole:\n%s", sql, a, b)
+		}
+	}
+}
+
+// TestLeanThenWhole: a query that reads no free text normalizes lean; one
+// that then reads it normalizes the files again, whole; after that neither
+// kind normalizes anything. Files normalized whole first are never
+// normalized again lean.
+func TestLeanThenWhole(t *testing.T) {
+	root := fixture(t, 4)
+	const leanSQL, wholeSQL = "SELECT count(*) FROM tool_calls", "SELECT count(arguments) FROM tool_calls"
+	snap, e := open(t, root, catalog.DefaultOptions())
+	mustQuery(t, e, leanSQL)
+	first := snap.Resolves()
+	if first == 0 {
+		t.Fatal("the first query resolved nothing")
+	}
+	got := mustQuery(t, e, wholeSQL)
+	if snap.Resolves() == first {
+		t.Fatalf("a query reading arguments after a lean one normalized nothing again (%d resolutions)", first)
+	}
+	want := mustQuery(t, e, "SELECT count(*) FROM tool_calls WHERE arguments IS NOT NULL")
+	if fmt.Sprint(got.Rows) != fmt.Sprint(want.Rows) || fmt.Sprint(got.Rows) == "[[0]]" {
+		t.Fatalf("count(arguments) = %v, want %v (and not 0)", got.Rows, want.Rows)
+	}
+	after := snap.Resolves()
+	mustQuery(t, e, leanSQL+" WHERE call_index >= 0")
+	mustQuery(t, e, wholeSQL+" WHERE call_index >= 0")
+	if snap.Resolves() != after {
+		t.Errorf("resolutions went from %d to %d once the files were whole", after, snap.Resolves())
+	}
+
+	snap, e = open(t, root, catalog.DefaultOptions())
+	mustQuery(t, e, wholeSQL)
+	before := snap.Resolves()
+	mustQuery(t, e, leanSQL)
+	if snap.Resolves() != before {
+		t.Errorf("a lean query after a whole one resolved again: %d resolutions, then %d", before, snap.Resolves())
 	}
 }

@@ -34,6 +34,10 @@ type Engine struct {
 	// NoPruning resolves every source that can provide a referenced
 	// relation. Results must be identical either way; tests compare them.
 	NoPruning bool
+	// NoLean normalizes peripheral files whole even for a query that reads
+	// none of a relation's free-text columns (catalog.LeanPart). Results
+	// must be identical either way; tests compare them.
+	NoLean bool
 
 	// spare is the next query's instance, prepared in the background
 	// (instance.go); nil when none is being prepared.
@@ -192,7 +196,8 @@ func (e *Engine) Warm(ctx context.Context, texts []string) {
 // starting, what the SQL text shows its plan will resolve: the plan cannot
 // start before that instance has parsed the SQL. The relations are those
 // whose names the text holds (a relation the query reads is named in it;
-// one named only in a string costs some extra work, never a wrong row).
+// one named only in a string costs some extra work, never a wrong row),
+// lean unless the text may read their free text.
 // When nothing in the text can narrow the sources (no _file_, no
 // session_id) and the statement reads rows, every file source's relations
 // are resolved — normalized, or served from the cache — which is what the
@@ -208,10 +213,19 @@ func (e *Engine) prefetch(ctx context.Context, sqlText string) (stop func(cancel
 	}
 	lower := strings.ToLower(sqlText)
 	var rels []string
+	starless := !strings.Contains(strings.ReplaceAll(lower, "count(*)", ""), "*")
 	for _, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls} {
-		if strings.Contains(lower, rel) {
-			rels = append(rels, rel)
+		if !strings.Contains(lower, rel) {
+			continue
 		}
+		// Lean when the text names none of its free-text columns: a
+		// wrong guess costs normalizing again whole, never a wrong row
+		// (the plan decides from the analysis, and whole files answer a
+		// lean part too).
+		if !e.NoLean && starless && !slices.ContainsFunc(model.FreeTextColumns(rel), func(c string) bool { return strings.Contains(lower, c) }) {
+			rel = catalog.LeanPart(rel)
+		}
+		rels = append(rels, rel)
 	}
 	if len(rels) == 0 {
 		return func(bool) {}
@@ -257,7 +271,7 @@ func (e *Engine) planFor(ctx context.Context, an *query.Analysis, restrict Restr
 		e.mu.Lock()
 		p := e.plans[an]
 		e.mu.Unlock()
-		if p != nil && p.noPruning == e.NoPruning {
+		if p != nil && p.noPruning == e.NoPruning && p.noLean == e.NoLean {
 			return p, nil
 		}
 	}
@@ -280,6 +294,7 @@ type plan struct {
 	rels      map[relKey]*relPlan
 	meta      map[relKey]bool // referenced metadata relations (sources, projections)
 	noPruning bool
+	noLean    bool
 	views     map[relKey]string // every row relation's view body (Engine.views)
 }
 
@@ -296,6 +311,10 @@ type RelationKey struct{ Dataset, Relation string }
 type Restriction map[RelationKey][]string
 
 type relPlan struct {
+	// part is what the relation's peripheral files are normalized into:
+	// the relation, or its lean part when the query reads none of its
+	// free-text columns.
+	part       string
 	considered int
 	sources    []*catalog.Source
 	resolved   []*catalog.Resolved
@@ -310,7 +329,7 @@ type relPlan struct {
 // decide (spec invariant 11). DESCRIBE needs only the fixed schemas, so it
 // reads no source.
 func (e *Engine) plan(an *query.Analysis, restrict Restriction) *plan {
-	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}, noPruning: e.NoPruning}
+	p := &plan{rels: map[relKey]*relPlan{}, meta: map[relKey]bool{}, noPruning: e.NoPruning, noLean: e.NoLean}
 	for _, ref := range an.Refs {
 		k := relKey{ref.Dataset, ref.Relation}
 		if !isRowRelation(ref.Relation) {
@@ -320,7 +339,10 @@ func (e *Engine) plan(an *query.Analysis, restrict Restriction) *plan {
 		if _, done := p.rels[k]; done {
 			continue
 		}
-		rp := &relPlan{sessions: an.SessionBound(ref.Dataset, ref.Relation)}
+		rp := &relPlan{part: ref.Relation, sessions: an.SessionBound(ref.Dataset, ref.Relation)}
+		if !e.NoLean && ref.Relation != model.RelEvents && !an.ReadsFreeText(ref.Relation) {
+			rp.part = catalog.LeanPart(ref.Relation)
+		}
 		p.rels[k] = rp
 		ds, ok := e.snap.Dataset(ref.Dataset)
 		if !ok || an.Kind == query.KindDescribe {
@@ -352,9 +374,8 @@ func isRowRelation(rel string) bool { return slices.Contains(rowRelations, rel) 
 func (e *Engine) resolve(ctx context.Context, p *plan) error {
 	ctx = documentBudget(ctx, e.snap.Options)
 	type job struct {
-		rel string
-		rp  *relPlan
-		i   int
+		rp *relPlan
+		i  int
 	}
 	// Unresolved peripheral files are normalized first, each once for all
 	// the relations the query reads from it (and only those are written),
@@ -381,7 +402,7 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 				at[src] = i
 				files[k.dataset] = append(files[k.dataset], catalog.FileRequest{Source: src})
 			}
-			files[k.dataset][i].Relations = append(files[k.dataset][i].Relations, k.relation)
+			files[k.dataset][i].Relations = append(files[k.dataset][i].Relations, p.rels[k].part)
 		}
 	}
 	for _, reqs := range files {
@@ -400,7 +421,7 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 		rp := p.rels[k]
 		rp.resolved = make([]*catalog.Resolved, len(rp.sources))
 		for i := range rp.sources {
-			jobs = append(jobs, job{k.relation, rp, i})
+			jobs = append(jobs, job{rp, i})
 		}
 	}
 	// A fixed set of workers rather than a goroutine per source: a repeated
@@ -415,7 +436,7 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 			defer wg.Done()
 			for n := int(next.Add(1)) - 1; n < len(jobs); n = int(next.Add(1)) - 1 {
 				j := jobs[n]
-				j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rel, j.rp.sessions)
+				j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rp.part, j.rp.sessions)
 			}
 		}()
 	}
@@ -447,7 +468,7 @@ func (e *Engine) soloFew(ctx context.Context, p *plan) error {
 				continue
 			}
 			for _, i := range idx {
-				res, err := rp.sources[i].ResolveSolo(ctx, k.relation)
+				res, err := rp.sources[i].ResolveSolo(ctx, rp.part)
 				if err != nil {
 					return err
 				}

@@ -102,10 +102,34 @@ func (s *Session) Key(fields ...string) Key { return s.c.Key(fields...) }
 // Lookup returns, for each key, a verified hit or nil. A corrupt entry met
 // on the way is removed and the next candidate tried.
 func (s *Session) Lookup(keys []Key, want Want) []*Hit {
-	cands := s.c.candidates(keys)
-	hits := make([]*Hit, len(keys))
+	alts := make([][]Key, len(keys))
 	for i, k := range keys {
-		hits[i] = s.lookup(k, cands[i], want)
+		alts[i] = []Key{k}
+	}
+	return s.LookupAny(alts, want)
+}
+
+// LookupAny is Lookup for items that several keys can serve: for each, the
+// hit of its first key that has one, in order (later keys are looked up
+// only for the items the earlier ones miss), or nil; each item counts as
+// one hit or miss.
+func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
+	hits := make([]*Hit, len(alts))
+	for n := 0; ; n++ {
+		var keys []Key
+		var at []int
+		for i, ks := range alts {
+			if hits[i] == nil && n < len(ks) {
+				keys, at = append(keys, ks[n]), append(at, i)
+			}
+		}
+		if len(keys) == 0 {
+			break
+		}
+		cands := s.c.candidates(keys)
+		for j, k := range keys {
+			hits[at[j]] = s.lookup(k, cands[j], want)
+		}
 	}
 	s.mu.Lock()
 	for _, h := range hits {

@@ -192,10 +192,20 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 			closeErr := sc.w.Close()
 			files := scratchFiles(sc.w)
 			// Every source of the set may have rows in the files, even one
-			// that failed half way (its queries fail on its cached error).
-			owners := make([]string, len(sc.sources))
-			for j, i := range sc.sources {
-				owners[j] = claimed[i].s.File
+			// that failed half way (its queries fail on its cached error),
+			// but not one no adapter recognized: it was never read past
+			// detection. Counting those made a reader of one trajectory
+			// among them look like a reader of a small part of a batch
+			// (Engine.soloFew), which normalized it once more.
+			owners := make([]string, 0, len(sc.sources))
+			for _, i := range sc.sources {
+				var nt *notTrajectory
+				if !errors.As(errs[i], &nt) {
+					owners = append(owners, claimed[i].s.File)
+				}
+			}
+			if len(owners) == 0 { // the set's files hold no rows
+				files = map[string][]string{}
 			}
 			for _, i := range sc.sources {
 				s := claimed[i].s

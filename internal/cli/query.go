@@ -123,6 +123,9 @@ func writePruning(w io.Writer, reports []engine.RelationReport) {
 		if len(r.Resolved) > 0 && len(r.Resolved) <= 10 {
 			fmt.Fprintf(w, " (%s)", strings.Join(r.Resolved, ", "))
 		}
+		if r.Lean {
+			fmt.Fprint(w, "; no free-text column read: normalized lean")
+		}
 		fmt.Fprintln(w)
 	}
 }

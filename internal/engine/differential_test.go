@@ -215,12 +215,17 @@ func TestLeanThenWhole(t *testing.T) {
 	root := fixture(t, 4)
 	const leanSQL, wholeSQL = "SELECT count(*) FROM tool_calls", "SELECT count(arguments) FROM tool_calls"
 	snap, e := open(t, root, catalog.DefaultOptions())
-	mustQuery(t, e, leanSQL)
+	if p := mustQuery(t, e, leanSQL).Pruning; len(p) != 1 || !p[0].Lean {
+		t.Fatalf("%s: pruning report %+v, want tool_calls lean", leanSQL, p)
+	}
 	first := snap.Resolves()
 	if first == 0 {
 		t.Fatal("the first query resolved nothing")
 	}
 	got := mustQuery(t, e, wholeSQL)
+	if p := got.Pruning; len(p) != 1 || p[0].Lean {
+		t.Fatalf("%s: pruning report %+v, want tool_calls whole", wholeSQL, p)
+	}
 	if snap.Resolves() == first {
 		t.Fatalf("a query reading arguments after a lean one normalized nothing again (%d resolutions)", first)
 	}

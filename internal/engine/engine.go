@@ -529,7 +529,7 @@ func (p *plan) report() []RelationReport {
 	var out []RelationReport
 	for _, k := range p.keys() {
 		rp := p.rels[k]
-		r := RelationReport{Dataset: k.dataset, Relation: k.relation, Considered: rp.considered, Skipped: rp.considered - len(rp.sources)}
+		r := RelationReport{Dataset: k.dataset, Relation: k.relation, Considered: rp.considered, Skipped: rp.considered - len(rp.sources), Lean: rp.part != k.relation}
 		for _, s := range rp.sources {
 			r.Resolved = append(r.Resolved, s.File)
 		}

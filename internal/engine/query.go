@@ -47,13 +47,16 @@ func (e *Engine) effective(o QueryOptions) (Limits, QueryOptions) {
 var ErrTooManyRows = errors.New("result exceeds max_output_rows")
 
 // RelationReport says, for one Dataset relation a query referenced, how many
-// sources could provide it, how many pruning skipped and which were resolved.
+// sources could provide it, how many pruning skipped and which were resolved,
+// and whether the query reads none of its free-text columns (Lean: its
+// peripheral files are normalized without them).
 type RelationReport struct {
 	Dataset    string   `json:"dataset"`
 	Relation   string   `json:"relation"`
 	Considered int      `json:"considered"`
 	Skipped    int      `json:"skipped"`
 	Resolved   []string `json:"resolved"`
+	Lean       bool     `json:"lean,omitempty"`
 }
 
 // Result is a fully read query result.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -184,11 +185,20 @@ func (w *Worker) Close() {
 	})
 }
 
+// exec runs set-up statements in order, all in one round trip to the
+// worker: one each cost a millisecond of waiting on the pipe, more than
+// DuckDB takes to run most of them.
 func (inst *instance) exec(ctx context.Context, stmts []string) error {
-	for _, stmt := range stmts {
-		if _, err := inst.conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("preparing query engine: %s: %w", firstLine(stmt), err)
-		}
+	if len(stmts) == 0 {
+		return nil
+	}
+	err := inst.conn.Raw(func(conn any) error { return conn.(*worker).execAll(ctx, stmts) })
+	var se *statementError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("preparing query engine: %s: %w", firstLine(stmts[se.index]), se.err)
+	case err != nil:
+		return fmt.Errorf("preparing query engine: %w", err)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ import (
 const (
 	// Engine to worker.
 	frameOpen   byte = 'o' // workerOpen: start DuckDB
-	frameExec   byte = 'x' // workerStatement: run a statement
+	frameExec   byte = 'x' // workerExec: run statements in order
 	frameQuery  byte = 'q' // workerStatement: run a query, stream its rows
 	frameCancel byte = 'z' // workerCancel: stop that query if it still runs
 	// Worker to engine.
@@ -43,6 +43,13 @@ type workerOpen struct {
 	DataLimit int64 `json:"data_limit"`
 	// Config is the DSN DuckDB opens with (Limits.openConfig).
 	Config string `json:"config"`
+}
+
+// workerExec runs statements in order, stopping at the first that fails
+// (workerError.Statement names it): an instance's set-up is one round trip
+// to the worker, not one per statement.
+type workerExec struct {
+	SQL []string `json:"sql"`
 }
 
 type workerStatement struct {
@@ -66,21 +73,46 @@ type workerError struct {
 	DuckDB bool   `json:"duckdb,omitempty"`
 	Type   int    `json:"type,omitempty"`
 	Msg    string `json:"msg"`
+	// Statement is the 1-based position of the statement of a workerExec
+	// that failed (0: the error is not a statement's).
+	Statement int `json:"statement,omitempty"`
 }
 
 func (we workerError) err() error {
+	var err error
 	if we.DuckDB {
-		return &duckdb.Error{Type: duckdb.ErrorType(we.Type), Msg: we.Msg}
+		err = &duckdb.Error{Type: duckdb.ErrorType(we.Type), Msg: we.Msg}
+	} else {
+		err = errors.New(we.Msg)
 	}
-	return errors.New(we.Msg)
+	if we.Statement > 0 {
+		return &statementError{index: we.Statement - 1, err: err}
+	}
+	return err
 }
 
+// statementError is the failure of one statement of a workerExec.
+type statementError struct {
+	index int // in workerExec.SQL
+	err   error
+}
+
+func (e *statementError) Error() string { return e.err.Error() }
+func (e *statementError) Unwrap() error { return e.err }
+
 func newWorkerError(err error) workerError {
+	var we workerError
+	var se *statementError
+	if errors.As(err, &se) {
+		we.Statement, err = se.index+1, se.err
+	}
 	var de *duckdb.Error
 	if errors.As(err, &de) {
-		return workerError{DuckDB: true, Type: int(de.Type), Msg: de.Msg}
+		we.DuckDB, we.Type, we.Msg = true, int(de.Type), de.Msg
+	} else {
+		we.Msg = err.Error()
 	}
-	return workerError{Msg: err.Error()}
+	return we
 }
 
 type workerColumns struct {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -206,5 +207,33 @@ func TestLateCancelStopsOnlyItsQuery(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM range(3000000) WHERE range % 7 = 0").Scan(&n); err != nil {
 			t.Fatalf("query %d after a result closed early: %v", i, err)
 		}
+	}
+}
+
+// TestSetUpRunsInOrderAndNamesTheStatementThatFails: an instance's set-up
+// goes to its worker in one request; statements run in order, the first
+// that fails stops the rest, and the error names it with DuckDB's own
+// error underneath.
+func TestSetUpRunsInOrderAndNamesTheStatementThatFails(t *testing.T) {
+	db := openWorkerDB(testConfig(true).Limits)
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inst := &instance{db: db, conn: conn}
+	err = inst.exec(ctx, []string{"CREATE TABLE a (x INTEGER)", "INSERT INTO a VALUES (1)", "INSERT INTO missing VALUES (2)", "INSERT INTO a VALUES (3)"})
+	var de *duckdb.Error
+	if err == nil || !strings.HasPrefix(err.Error(), "preparing query engine: INSERT INTO missing VALUES (2): ") || !errors.As(err, &de) || de.Type != duckdb.ErrorTypeCatalog {
+		t.Fatalf("error %v (%T), want one naming the third statement, wrapping DuckDB's catalog error", err, errors.Unwrap(err))
+	}
+	var sum int64
+	if err := conn.QueryRowContext(ctx, "SELECT sum(x) FROM a").Scan(&sum); err != nil || sum != 1 {
+		t.Fatalf("sum(x) = %d, %v: want 1 (the statements before the failure ran, none after it)", sum, err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO nowhere VALUES (1)"); !errors.As(err, &de) || de.Type != duckdb.ErrorTypeCatalog {
+		t.Fatalf("a single statement's error: %v, want DuckDB's catalog error as it is", err)
 	}
 }

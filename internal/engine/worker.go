@@ -135,10 +135,20 @@ func (w *worker) ExecContext(ctx context.Context, query string, args []driver.Na
 	if len(args) > 0 {
 		return nil, errors.New("query workers take no statement arguments")
 	}
-	if err := w.request(ctx, frameExec, workerStatement{SQL: query}); err != nil {
+	if err := w.execAll(ctx, []string{query}); err != nil {
+		var se *statementError
+		if errors.As(err, &se) {
+			err = se.err
+		}
 		return nil, err
 	}
 	return driver.ResultNoRows, nil
+}
+
+// execAll runs statements in order in one round trip; it stops at the first
+// that fails, and a *statementError names it.
+func (w *worker) execAll(ctx context.Context, stmts []string) error {
+	return w.request(ctx, frameExec, workerExec{SQL: stmts})
 }
 
 // QueryContext runs one statement, with string arguments only, and returns

@@ -22,7 +22,7 @@ import (
 const workerEnv = "PCHRONICLE_ENGINE_WORKER"
 
 // workerVersion changes whenever the frames change.
-const workerVersion = 4
+const workerVersion = 5
 
 func init() {
 	v, ok := os.LookupEnv(workerEnv)
@@ -107,17 +107,20 @@ func serveWorker(in io.Reader, out io.Writer) error {
 		if !ok {
 			return nil
 		}
-		var stmt workerStatement
-		if err := jsonx.Unmarshal(req.payload, &stmt); err != nil {
-			return fmt.Errorf("a malformed request: %w", err)
-		}
 		switch req.kind {
 		case frameExec:
-			_, err := w.conn.ExecContext(ctx, stmt.SQL)
-			if err := w.answer(err); err != nil {
+			var exec workerExec
+			if err := jsonx.Unmarshal(req.payload, &exec); err != nil {
+				return fmt.Errorf("a malformed request: %w", err)
+			}
+			if err := w.answer(w.exec(ctx, exec.SQL)); err != nil {
 				return err
 			}
 		case frameQuery:
+			var stmt workerStatement
+			if err := jsonx.Unmarshal(req.payload, &stmt); err != nil {
+				return fmt.Errorf("a malformed request: %w", err)
+			}
 			if !limited {
 				// The cap comes with the first query, once DuckDB runs with
 				// its threads started and the sandbox set up, on top of what
@@ -163,6 +166,16 @@ func (w *workerServer) next() (workerRequest, bool) {
 	case <-w.ctx.Done():
 		return workerRequest{}, false
 	}
+}
+
+// exec runs statements in order and stops at the first that fails.
+func (w *workerServer) exec(ctx context.Context, stmts []string) error {
+	for i, stmt := range stmts {
+		if _, err := w.conn.ExecContext(ctx, stmt); err != nil {
+			return &statementError{index: i, err: err}
+		}
+	}
+	return nil
 }
 
 // answer sends the outcome of a request.

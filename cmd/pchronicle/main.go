@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/cli"
+	_ "github.com/pchronicle/pchronicle/internal/cli/early" // starts a query's worker before main
 	"github.com/pchronicle/pchronicle/internal/gcfloor"
 )
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/objstore"
 )
@@ -18,8 +19,8 @@ import (
 const DefaultAlias = "dataset"
 
 var (
-	aliasRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	componentRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	aliasRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	componentRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 	// reserved are the schema and catalog names DuckDB gives a meaning of
 	// its own: a Dataset mounted under one would clash with them.
 	reserved = map[string]bool{"public": true, "information_schema": true, "main": true, "pg_catalog": true,
@@ -50,7 +51,7 @@ func (m DatasetMount) NamespacePath() string { return strings.Join(m.Namespace, 
 // NormalizeAlias trims and lowercases an alias and checks it.
 func NormalizeAlias(a string) (string, error) {
 	a = strings.ToLower(strings.TrimSpace(a))
-	if !aliasRe.MatchString(a) {
+	if !aliasRe().MatchString(a) {
 		return "", fmt.Errorf("invalid Dataset alias %q: must match [A-Za-z_][A-Za-z0-9_]*", a)
 	}
 	if reserved[a] {
@@ -63,7 +64,7 @@ func NormalizeAlias(a string) (string, error) {
 func ParseNamespace(s string) ([]string, error) {
 	parts := strings.Split(strings.Trim(strings.TrimSpace(s), "/"), "/")
 	for _, p := range parts {
-		if !componentRe.MatchString(p) || p == "." || p == ".." {
+		if !componentRe().MatchString(p) || p == "." || p == ".." {
 			return nil, fmt.Errorf("invalid namespace component %q in %q: use letters, digits, _, - and .", p, s)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -177,14 +178,14 @@ var memoryUnits = map[string]float64{
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-var memorySizeRe = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$`)
+var memorySizeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$`) })
 
 // parseMemorySize reads a memory size as DuckDB settings take it — a number
 // and a unit, "2GB", "1.5 GiB", "512MiB", "0B" — and returns its bytes.
 // DuckDB reads a negative number as "no limit", so a sign is an error
 // here, as is a missing or unknown unit.
 func parseMemorySize(s string) (int64, error) {
-	m := memorySizeRe.FindStringSubmatch(s)
+	m := memorySizeRe().FindStringSubmatch(s)
 	if m == nil {
 		return 0, errors.New("is not a size: want a number and a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 2GB")
 	}

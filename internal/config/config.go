@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -92,11 +93,11 @@ func Load(path string) (*File, error) {
 
 // quotedInput matches what the TOML decoder quotes from the input in its
 // messages ("found \"...\"", '...').
-var quotedInput = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
+var quotedInput = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`) })
 
 // decodedAt is how the decoder prefixes errors from filling the struct
 // (a value of the wrong type), which are not ParseErrors.
-var decodedAt = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): `)
+var decodedAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): `) })
 
 // decodeError reports a config the TOML decoder rejected by file, line,
 // column and key, with everything the decoder quoted from the input taken
@@ -105,7 +106,7 @@ var decodedAt = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): `)
 func decodeError(path string, err error) error {
 	where, msg := path, err.Error()
 	var pe toml.ParseError
-	switch m := decodedAt.FindStringSubmatch(msg); {
+	switch m := decodedAt().FindStringSubmatch(msg); {
 	case errors.As(err, &pe):
 		where = fmt.Sprintf("%s:%d:%d", path, pe.Position.Line, pe.Position.Col)
 		msg = pe.Message
@@ -117,7 +118,7 @@ func decodeError(path string, err error) error {
 		msg = msg[len(m[0]):]
 	}
 	return fmt.Errorf("%s: invalid config: %s (values are not shown; strings need quotes: key = \"value\")",
-		where, quotedInput.ReplaceAllString(msg, "'…'"))
+		where, quotedInput().ReplaceAllString(msg, "'…'"))
 }
 
 // Save writes the config atomically, creating its directory.

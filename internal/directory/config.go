@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -150,7 +151,7 @@ func Parse(name string, data []byte) (*Config, error) {
 }
 
 // quoted matches a quoted fragment of a TOML syntax error message.
-var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`)
+var quoted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'`) })
 
 // safeTOMLError keeps a TOML error's position and key path but drops any
 // fragment of the input its message quotes, which may be part of a secret.
@@ -164,7 +165,7 @@ func safeTOMLError(err error) error {
 	}
 	msg := pe.Message
 	if !strings.HasPrefix(msg, "Key '") && !strings.HasPrefix(msg, `"`) {
-		msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		msg = quoted().ReplaceAllStringFunc(msg, func(q string) string {
 			if len([]rune(q)) <= 4 { // one quoted character, such as '=' or '\n'
 				return q
 			}
@@ -180,11 +181,11 @@ func safeTOMLError(err error) error {
 
 // nameRE is the form of user and Dataset names: they appear in grants, logs
 // and @pin/NAME references.
-var nameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]*$`) })
 
 // ValidName checks a user or Dataset name.
 func ValidName(kind, name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("invalid %s name %q: use lowercase letters, digits and _, not starting with a digit", kind, name)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -22,12 +23,12 @@ var memoryUnits = map[string]float64{
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-var memorySizeRe = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$`)
+var memorySizeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$`) })
 
 // memoryBytes reads a memory_limit ("2GB", "1.5 GiB", "512MiB") as
 // bytes.
 func memoryBytes(s string) (int64, error) {
-	m := memorySizeRe.FindStringSubmatch(s)
+	m := memorySizeRe().FindStringSubmatch(s)
 	if m == nil {
 		return 0, fmt.Errorf("memory limit %q is not a size: want a number and a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 2GB", s)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,13 +37,3 @@ func mappedData() (int64, error) {
 	}
 	return kb << 10, nil
 }
-
-// workerAttr makes the kernel kill a worker whose engine process dies,
-// even in the middle of work that cannot be interrupted.
-func workerAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
-// workerExecutable is the running binary itself, even if the file it was
-// started from has been replaced since.
-func workerExecutable() (string, error) { return "/proc/self/exe", nil }

@@ -14,6 +14,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/engine/spawn"
 )
 
 // everyType selects one value of every DuckDB type (and NULL, nested
@@ -235,5 +236,24 @@ func TestSetUpRunsInOrderAndNamesTheStatementThatFails(t *testing.T) {
 	}
 	if _, err := conn.ExecContext(ctx, "INSERT INTO nowhere VALUES (1)"); !errors.As(err, &de) || de.Type != duckdb.ErrorTypeCatalog {
 		t.Fatalf("a single statement's error: %v, want DuckDB's catalog error as it is", err)
+	}
+}
+
+// TestEarlyWorkerServesTheFirstQuery: the worker a one-shot command starts
+// before main (spawn.Early) is the one its first query runs in.
+func TestEarlyWorkerServesTheFirstQuery(t *testing.T) {
+	spawn.Early()
+	w := StartWorker(testConfig(true).Limits)
+	defer w.Close()
+	<-w.ready
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if spawn.TakeEarly() != nil {
+		t.Fatal("the engine started a worker of its own and left the early one")
+	}
+	var n int
+	if err := w.conn.QueryRowContext(context.Background(), "SELECT 40 + 2").Scan(&n); err != nil || n != 42 {
+		t.Fatalf("the early worker answered %d, %v", n, err)
 	}
 }

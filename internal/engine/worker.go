@@ -10,14 +10,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/childproc"
+	"github.com/pchronicle/pchronicle/internal/engine/spawn"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
@@ -36,7 +35,8 @@ import (
 // driver, with DuckDB's errors, so an instance is used the same way
 // whether DuckDB runs here or there.
 type worker struct {
-	cmd       *exec.Cmd
+	proc      *os.Process
+	state     *os.ProcessState // how it ended, once exited is closed
 	stdin     *os.File
 	stdout    *os.File
 	bw        *bufio.Writer // to stdin, under wmu
@@ -71,7 +71,7 @@ func (c workerConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := w.request(ctx, frameOpen, workerOpen{V: workerVersion, DataLimit: w.dataLimit, Config: c.limits.openConfig()}); err != nil {
+	if err := w.request(ctx, frameOpen, workerOpen{V: spawn.Version, DataLimit: w.dataLimit, Config: c.limits.openConfig()}); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -92,22 +92,29 @@ func startWorker(limits Limits) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	exe, err := workerExecutable()
-	if err != nil {
-		return nil, fmt.Errorf("starting the query worker: %w", err)
+	p := spawn.TakeEarly() // a one-shot command's, started before main
+	if p == nil {
+		if p, err = spawn.Start(); err != nil {
+			return nil, fmt.Errorf("starting the query worker: %w", err)
+		}
 	}
-	w := &worker{limits: limits, dataLimit: data, stderr: &childproc.CappedBuffer{Max: 16 << 10}, exited: make(chan struct{})}
-	w.cmd = exec.Command(exe)
-	w.cmd.Env = append(os.Environ(), workerEnv+"="+strconv.Itoa(workerVersion))
-	w.cmd.SysProcAttr = workerAttr()
-	w.cmd.Stderr = w.stderr
-	if w.stdin, w.stdout, err = childproc.Start(w.cmd); err != nil {
-		return nil, fmt.Errorf("starting the query worker: %w", err)
-	}
+	w := &worker{proc: p.Process, stdin: p.Stdin, stdout: p.Stdout, limits: limits, dataLimit: data,
+		stderr: &childproc.CappedBuffer{Max: 16 << 10}, exited: make(chan struct{})}
 	w.bw = bufio.NewWriterSize(w.stdin, 64<<10)
 	w.br = bufio.NewReaderSize(w.stdout, 64<<10)
+	copied := make(chan struct{})
 	go func() {
-		w.cmd.Wait()
+		io.Copy(w.stderr, p.Stderr) // until the worker's end closes it
+		p.Stderr.Close()
+		close(copied)
+	}()
+	go func() {
+		state, err := p.Wait()
+		<-copied // what it printed explains its end
+		if err != nil {
+			state = nil
+		}
+		w.state = state
 		close(w.exited)
 	}()
 	return w, nil
@@ -255,7 +262,7 @@ func (w *worker) kill() {
 	w.mu.Lock()
 	w.broken, w.killed = true, true
 	w.mu.Unlock()
-	w.cmd.Process.Kill()
+	w.proc.Kill()
 }
 
 // failed explains a pipe that failed: the engine killed the worker (the
@@ -281,16 +288,18 @@ func (w *worker) failed(err error) error {
 
 // deathError classifies the end of a worker that died on its own.
 func (w *worker) deathError() error {
-	state := w.cmd.ProcessState
 	stderr := w.stderr.String()
-	ws, _ := state.Sys().(syscall.WaitStatus)
+	var ws syscall.WaitStatus
+	if w.state != nil {
+		ws, _ = w.state.Sys().(syscall.WaitStatus)
+	}
 	if outOfMemory(stderr) || (ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
 		// SIGKILL that the engine did not send is the kernel's OOM killer.
 		return &QueryError{Kind: KindResources, Err: fmt.Errorf("the query's process ran out of memory%s: %s", w.capText(), memoryHint(w.limits))}
 	}
 	msg := firstLine(strings.TrimSpace(stderr))
-	if msg == "" {
-		msg = state.String()
+	if msg == "" && w.state != nil {
+		msg = w.state.String()
 	}
 	return &QueryError{Kind: KindInternal, Err: fmt.Errorf("the query worker failed: %s", msg)}
 }

@@ -10,27 +10,22 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/pchronicle/pchronicle/internal/engine/spawn"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 )
 
-// workerEnv, set to workerVersion in a process's environment, makes the
-// process a query worker (worker.go): the engine starts its own binary
-// that way, so every program that links the engine — pchronicle, the
-// benchmarks, any test binary — can serve as its own worker without a
-// command of its own. The check runs at initialization, before main (or
-// TestMain) does anything else.
-const workerEnv = "PCHRONICLE_ENGINE_WORKER"
-
-// workerVersion changes whenever the frames change.
-const workerVersion = 5
-
+// A process whose environment sets spawn.Env is a query worker
+// (worker.go): the engine starts its own binary that way, so every program
+// that links the engine — pchronicle, the benchmarks, any test binary — can
+// serve as its own worker without a command of its own. The check runs at
+// initialization, before main (or TestMain) does anything else.
 func init() {
-	v, ok := os.LookupEnv(workerEnv)
+	v, ok := os.LookupEnv(spawn.Env)
 	if !ok {
 		return
 	}
-	if v != strconv.Itoa(workerVersion) {
-		fmt.Fprintf(os.Stderr, "query worker: protocol version %q, this binary speaks %d\n", v, workerVersion)
+	if v != strconv.Itoa(spawn.Version) {
+		fmt.Fprintf(os.Stderr, "query worker: protocol version %q, this binary speaks %d\n", v, spawn.Version)
 		os.Exit(2)
 	}
 	if err := serveWorker(os.Stdin, os.Stdout); err != nil {
@@ -91,8 +86,8 @@ func serveWorker(in io.Reader, out io.Writer) error {
 		return nil
 	}
 	var open workerOpen
-	if req.kind != frameOpen || jsonx.Unmarshal(req.payload, &open) != nil || open.V != workerVersion {
-		return fmt.Errorf("the first request is not an open request of protocol version %d", workerVersion)
+	if req.kind != frameOpen || jsonx.Unmarshal(req.payload, &open) != nil || open.V != spawn.Version {
+		return fmt.Errorf("the first request is not an open request of protocol version %d", spawn.Version)
 	}
 	db, err := sql.Open("duckdb", open.Config)
 	if err == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -266,11 +267,11 @@ func newATIFDir(dir string) (*atifDirWriter, error) {
 	return &atifDirWriter{dir: dir}, nil
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // FileName is the file an ATIF export to a directory writes a Storyline to.
 func FileName(dataset string, r *model.Run) string {
-	name := unsafeName.ReplaceAllString(r.SessionID, "_")
+	name := unsafeName().ReplaceAllString(r.SessionID, "_")
 	if len(name) > 80 {
 		name = name[:80]
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +71,7 @@ type fileJSON struct {
 }
 
 // relationName is what a relation may be called: it becomes a file name.
-var relationName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var relationName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
 
 // fileName is the file of a relation inside an entry.
 func fileName(relation string) string { return relation + ".parquet" }
@@ -118,7 +119,7 @@ func (m *manifest) validate() error {
 	}
 	seen := map[string]bool{}
 	for _, f := range m.Files {
-		if !relationName.MatchString(f.Relation) || seen[f.Relation] {
+		if !relationName().MatchString(f.Relation) || seen[f.Relation] {
 			return fmt.Errorf("bad or repeated relation %q", f.Relation)
 		}
 		seen[f.Relation] = true
@@ -156,7 +157,7 @@ func (m *manifest) bytes() int64 {
 // manifest back verifies it.
 func entryID(manifestData []byte) string { return digest(manifestData)[:32] }
 
-var entryIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var entryIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // readManifest reads and verifies the manifest of entry id.
 func (c *Cache) readManifest(id string) (*manifest, error) {
@@ -197,7 +198,7 @@ func (c *Cache) write(members []Member, owners []string, files map[string]string
 	sort.Strings(rels)
 	staged := make([]string, len(rels))
 	for i, rel := range rels {
-		if !relationName.MatchString(rel) {
+		if !relationName().MatchString(rel) {
 			return "", 0, fmt.Errorf("normalization cache: bad relation name %q", rel)
 		}
 		staged[i] = filepath.Join(stage, fileName(rel))

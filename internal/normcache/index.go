@@ -66,7 +66,7 @@ func (c *Cache) refresh() map[Key][]string {
 	for _, line := range strings.Split(string(data[:end]), "\n") {
 		key, id, ok := strings.Cut(line, " ")
 		k, kok := parseKey(key)
-		if !ok || !kok || !entryIDPattern.MatchString(id) {
+		if !ok || !kok || !entryIDPattern().MatchString(id) {
 			continue // a damaged line: ignored
 		}
 		x.entries[k] = append(x.entries[k], id)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Config holds one Dataset's object-store settings. They are applied to the
@@ -109,7 +110,9 @@ func newScrubber(cfg Config) scrubber {
 
 // signedParam matches the query parameters that make a URL a credential:
 // S3 and GCS V4 signatures, session tokens, Azure SAS signatures.
-var signedParam = regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig)=[^&\s"']+`)
+var signedParam = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig)=[^&\s"']+`)
+})
 
 // error is the *Error of op on uri, counting the failures t saw. The cause
 // is kept unless its text had to be scrubbed, in which case only the
@@ -125,7 +128,7 @@ func (s scrubber) error(op, uri string, t *tally, err error) error {
 
 func (s scrubber) clean(err error) error {
 	msg := err.Error()
-	scrubbed := signedParam.ReplaceAllString(msg, "$1=[redacted]")
+	scrubbed := signedParam().ReplaceAllString(msg, "$1=[redacted]")
 	for _, v := range s.secrets {
 		scrubbed = strings.ReplaceAll(scrubbed, v, "[redacted]")
 	}

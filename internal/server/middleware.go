@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -19,7 +20,7 @@ const RequestIDHeader = "X-Request-Id"
 
 // validRequestID accepts a caller's id only when it is short and plain, so
 // a header cannot inject anything into logs.
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var validRequestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 func newRequestID() string {
 	var b [8]byte
@@ -86,7 +87,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID.MatchString(id) {
+		if !validRequestID().MatchString(id) {
 			id = requestID(r.Context())
 			if id == "" {
 				id = newRequestID()

@@ -20,6 +20,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed static
@@ -98,22 +99,24 @@ func load() (*assets, error) {
 	return a, nil
 }
 
-// current holds the embedded assets, read once.
-var current = func() *assets {
+// current returns the embedded assets, read and hashed on first use (not at
+// initialization: every process of this binary, a query's worker too,
+// would pay for it).
+var current = sync.OnceValue(func() *assets {
 	a, err := load()
 	if err != nil {
 		panic("web: embedded assets: " + err.Error()) // cannot happen: they are compiled in
 	}
 	return a
-}()
+})
 
 // Version is the hash that names the current assets (/assets/<version>/).
-func Version() string { return current.version }
+func Version() string { return current().version }
 
 // Handler serves the Explorer: assets under /assets/<version>/ and the HTML
 // shell for every other GET (the page routes on the path itself).
 func Handler() http.Handler {
-	a := current
+	a := current()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		SecurityHeaders(w.Header())
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

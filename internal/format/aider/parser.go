@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -179,10 +180,14 @@ func (s *section) add(b block) {
 
 // Report lines Aider writes that map to columns.
 var (
-	versionLine = regexp.MustCompile(`^Aider v(\S+)`)
-	modelLine   = regexp.MustCompile(`^(?:Main model|Model): (\S+) with (\S+) edit format`)
-	weakLine    = regexp.MustCompile(`^Weak model: (\S+)`)
-	tokensLine  = regexp.MustCompile(`^Tokens: ([\d.]+[kM]?) sent(?:, ([\d.]+[kM]?) cache write)?(?:, ([\d.]+[kM]?) cache hit)?, ([\d.]+[kM]?) received\.(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.)?`)
+	versionLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Aider v(\S+)`) })
+	modelLine   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:Main model|Model): (\S+) with (\S+) edit format`)
+	})
+	weakLine   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Weak model: (\S+)`) })
+	tokensLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^Tokens: ([\d.]+[kM]?) sent(?:, ([\d.]+[kM]?) cache write)?(?:, ([\d.]+[kM]?) cache hit)?, ([\d.]+[kM]?) received\.(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.)?`)
+	})
 )
 
 // toolOutput reads one line of Aider's output (line n of the file) for
@@ -195,15 +200,15 @@ func (s *section) toolOutput(n int64, line string) {
 		s.call(n, callShell, map[string]string{"command": strings.TrimPrefix(line, "Running ")}, nil)
 	case strings.HasPrefix(line, "Applied edit to "):
 		s.call(n, callEdit, map[string]string{"path": strings.TrimPrefix(line, "Applied edit to ")}, model.Str(line))
-	case tokensLine.MatchString(line):
-		s.tokens(n, tokensLine.FindStringSubmatch(line))
-	case versionLine.MatchString(line) && run.AgentVersion == nil:
-		run.AgentVersion = model.Str(versionLine.FindStringSubmatch(line)[1])
-	case modelLine.MatchString(line) && run.AgentModelName == nil:
-		m := modelLine.FindStringSubmatch(line)
+	case tokensLine().MatchString(line):
+		s.tokens(n, tokensLine().FindStringSubmatch(line))
+	case versionLine().MatchString(line) && run.AgentVersion == nil:
+		run.AgentVersion = model.Str(versionLine().FindStringSubmatch(line)[1])
+	case modelLine().MatchString(line) && run.AgentModelName == nil:
+		m := modelLine().FindStringSubmatch(line)
 		run.AgentModelName, s.model.editFormat = model.Str(m[1]), m[2]
-	case weakLine.MatchString(line) && s.model.weak == "":
-		s.model.weak = weakLine.FindStringSubmatch(line)[1]
+	case weakLine().MatchString(line) && s.model.weak == "":
+		s.model.weak = weakLine().FindStringSubmatch(line)[1]
 	}
 }
 

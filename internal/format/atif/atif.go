@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 )
@@ -95,11 +96,11 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	return format.Errorf(src, 0, "", "atif: unknown layout %q", layout)
 }
 
-var versionRE = regexp.MustCompile(`(?i)^\s*(?:atif[-_ ]?)?v?(\d{1,4})\.(\d{1,4})\s*$`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*(?:atif[-_ ]?)?v?(\d{1,4})\.(\d{1,4})\s*$`) })
 
 // parseVersion normalizes "ATIF-v1.5", "1.5" and "v1.5" to "1.5".
 func parseVersion(s string) (string, bool) {
-	m := versionRE.FindStringSubmatch(s)
+	m := versionRE().FindStringSubmatch(s)
 	if m == nil {
 		return "", false
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
@@ -17,13 +18,13 @@ import (
 // after "```bash"; 1.17 made the expression configurable
 // (info.config.agent.action_regex).
 var (
-	actionRegexp    = regexp.MustCompile("(?s)```bash\\s*\\n(.*?)\\n```")
-	oldActionRegexp = regexp.MustCompile("(?s)```bash\\n(.*?)\\n```")
+	actionRegexp    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```bash\\s*\\n(.*?)\\n```") })
+	oldActionRegexp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```bash\\n(.*?)\\n```") })
 )
 
 // returnCode reads the <returncode>N</returncode> that mini-swe-agent's
 // shipped observation templates put first.
-var returnCode = regexp.MustCompile(`^\s*<returncode>\s*(-?\d+)\s*</returncode>`)
+var returnCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*<returncode>\s*(-?\d+)\s*</returncode>`) })
 
 // miniBuilder adds the state of a mini-swe-agent conversation.
 type miniBuilder struct {
@@ -102,10 +103,10 @@ func (b *builder) actionRegexp(configured jsonx.RawMessage, version string, ptr 
 		major, e1 := strconv.Atoi(parts[0])
 		minor, e2 := strconv.Atoi(parts[1])
 		if e1 == nil && e2 == nil && major == 1 && minor < 12 {
-			return oldActionRegexp
+			return oldActionRegexp()
 		}
 	}
-	return actionRegexp
+	return actionRegexp()
 }
 
 // findActions returns the actions of a model turn, as re.findall would:
@@ -289,7 +290,7 @@ func (mb *miniBuilder) answer(id string, m, ext map[string]jsonx.RawMessage, res
 	status := model.ResultOK
 	code, ok := format.Int(ext["returncode"])
 	if !ok {
-		if g := returnCode.FindStringSubmatch(model.Deref(result)); g != nil {
+		if g := returnCode().FindStringSubmatch(model.Deref(result)); g != nil {
 			code, _ = strconv.ParseInt(g[1], 10, 64)
 		}
 	}

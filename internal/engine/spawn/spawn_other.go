@@ -1,0 +1,12 @@
+//go:build !linux
+
+package spawn
+
+import (
+	"os"
+	"syscall"
+)
+
+func attr() *syscall.SysProcAttr { return nil }
+
+func executable() (string, error) { return os.Executable() }

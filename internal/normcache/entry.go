@@ -245,6 +245,12 @@ func (c *Cache) write(members []Member, owners []string, files map[string]string
 // entry file (a hit's main cost) is not bound to one core.
 const checksumSegment = 4 << 20
 
+// checksumBuffers are what checksumFiles reads into: pieces small enough
+// to stay in the CPU's cache between the copy and the hash (whole segments
+// would go through memory twice), reused because a fresh buffer's pages
+// cost a warm query more than hashing them (page faults).
+var checksumBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // checksumFiles returns each file's size and checksum (hex): XXH3-128 over
 // the XXH3-128 digests of its segments. The checksum guards against
 // truncation, damage and crashes, not against an adversary (who could write
@@ -285,9 +291,9 @@ func checksumFiles(paths []string) (sums []string, sizes []int64, err error) {
 	var g errgroup.Group
 	for range min(runtime.GOMAXPROCS(0), len(work)) {
 		g.Go(func() error {
-			// Read in pieces that stay in the CPU's cache between the copy
-			// and the hash: whole segments would go through memory twice.
-			buf := make([]byte, 256<<10)
+			bp := checksumBuffers.Get().(*[]byte)
+			defer checksumBuffers.Put(bp)
+			buf := *bp
 			h := xxh3.New()
 			for {
 				k := int(next.Add(1) - 1)

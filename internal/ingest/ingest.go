@@ -206,7 +206,12 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 	if size >= limit {
 		return normalize(ctx, f, size, src, opts, emit)
 	}
-	data := make([]byte, size+1)
+	buf := wholeBuffers.Get().(*[]byte)
+	defer wholeBuffers.Put(buf)
+	if int64(cap(*buf)) < size+1 {
+		*buf = make([]byte, size+1)
+	}
+	data := (*buf)[:size+1]
 	n, err := io.ReadFull(f, data)
 	switch {
 	case err == nil: // it grew since it was opened: read it as a stream
@@ -228,6 +233,12 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 func Normalize(ctx context.Context, r io.ReadSeeker, src format.Source, opts Options, emit format.Emit) (Detection, error) {
 	return normalize(ctx, r, -1, src, opts, emit)
 }
+
+// wholeBuffers are the buffers a small file is read into whole, reused from
+// file to file like probeBuffers: no row points into a file's bytes
+// (format.Emit), and a fresh buffer per file cost more in page faults than
+// the read itself (most trajectory files are small).
+var wholeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // probeBuffers are the buffers a streamed file's prefix is detected in,
 // reused from file to file: the Probe is not needed once the adapter reads

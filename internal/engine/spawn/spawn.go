@@ -40,13 +40,7 @@ func Start() (*Process, error) {
 		return nil, err
 	}
 	var parent, child [3]*os.File
-	defer func() {
-		for _, f := range child {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}()
+	defer closeAll(child[:]) // the worker's ends: it has its own copies
 	for i := range 3 {
 		r, w, err := os.Pipe()
 		if err != nil {

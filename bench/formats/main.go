@@ -99,7 +99,8 @@ func main() {
 	fmt.Printf("threads: %d, runs: %d (medians), load average at start: %s\n", *threads, *runs, loadavg())
 	var rows []string
 	for _, shape := range strings.Split(*shapes, ",") {
-		c := corpus(*samples, filepath.Join(*dir, shape), shape, *sizeMB<<20)
+		c, err := benchcorpus.Cached(*samples, filepath.Join(*dir, shape), shape, *sizeMB<<20)
+		check(err)
 		mb := float64(c.Bytes) / 1e6
 		fmt.Printf("\n== %s: %d files, %.1f MB (%d copies)\n", shape, len(c.Files), mb, c.Copies)
 		var oc, dc, ow, dw, norm []measure
@@ -166,26 +167,6 @@ func median(ms []measure) measure {
 	sort.Float64s(rss)
 	m.CPU, m.RSSMB = cpu[len(cpu)/2], rss[len(rss)/2]
 	return m
-}
-
-// corpus reuses a built corpus of the requested size or builds one.
-func corpus(samples, dir, shape string, size int64) *benchcorpus.ShapeCorpus {
-	marker := filepath.Join(dir, "corpus.json")
-	if b, err := os.ReadFile(marker); err == nil {
-		var c benchcorpus.ShapeCorpus
-		if json.Unmarshal(b, &c) == nil && c.Shape == shape && c.Bytes >= size && c.Bytes < size+size/5 {
-			return &c
-		}
-	}
-	check(os.RemoveAll(dir))
-	fmt.Fprintf(os.Stderr, "building the %s corpus (%d MB) in %s\n", shape, size>>20, dir)
-	c, err := benchcorpus.BuildShape(samples, filepath.Join(dir, "data"), shape, size)
-	check(err)
-	c.Dir = filepath.Join(dir, "data")
-	b, err := json.Marshal(c)
-	check(err)
-	check(os.WriteFile(marker, b, 0o644))
-	return c
 }
 
 // ours runs the real binary once, as a user's first query would: with an

@@ -424,3 +424,30 @@ func (c *ShapeCorpus) chat(samples string, target int64) error {
 	}
 	return w.close()
 }
+
+// Cached returns the corpus of a shape kept in dir (dir/corpus.json
+// describes it, dir/data holds it) when it is of about size bytes, else
+// builds it there; the benchmarks share their corpora this way.
+func Cached(samples, dir, shape string, size int64) (*ShapeCorpus, error) {
+	marker := filepath.Join(dir, "corpus.json")
+	if b, err := os.ReadFile(marker); err == nil {
+		var c ShapeCorpus
+		if jsonx.Unmarshal(b, &c) == nil && c.Shape == shape && c.Bytes >= size && c.Bytes < size+size/5 {
+			return &c, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "building the %s corpus (%d MB) in %s\n", shape, size>>20, dir)
+	c, err := BuildShape(samples, filepath.Join(dir, "data"), shape, size)
+	if err != nil {
+		return nil, err
+	}
+	c.Dir = filepath.Join(dir, "data")
+	b, err := jsonx.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return c, os.WriteFile(marker, b, 0o644)
+}

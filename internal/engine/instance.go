@@ -192,7 +192,13 @@ func (inst *instance) exec(ctx context.Context, stmts []string) error {
 	if len(stmts) == 0 {
 		return nil
 	}
-	err := inst.conn.Raw(func(conn any) error { return conn.(*worker).execAll(ctx, stmts) })
+	err := inst.conn.Raw(func(conn any) error {
+		w, ok := conn.(*worker)
+		if !ok {
+			return fmt.Errorf("an instance's connection is a %T, not a query worker", conn)
+		}
+		return w.execAll(ctx, stmts)
+	})
 	var se *statementError
 	switch {
 	case errors.As(err, &se):

@@ -38,7 +38,7 @@ func openCache(o Options, tempDir string) (*normcache.Session, error) {
 	if o.NoCache || o.CacheDir == "" {
 		return nil, nil
 	}
-	bound, err := parseMemorySize(o.MaxCacheBytes)
+	bound, err := ParseMemorySize(o.MaxCacheBytes)
 	if err != nil {
 		return nil, err // Validate refused it already
 	}

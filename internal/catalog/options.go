@@ -155,7 +155,7 @@ func checkField(f reflect.StructField, v reflect.Value, shown string) error {
 			reason = "must not be negative"
 		}
 	case "size", "size0":
-		n, err := parseMemorySize(v.String())
+		n, err := ParseMemorySize(v.String())
 		switch {
 		case err != nil:
 			reason = err.Error()
@@ -171,7 +171,7 @@ func checkField(f reflect.StructField, v reflect.Value, shown string) error {
 	return nil
 }
 
-// memoryUnits are the units parseMemorySize accepts, all of which DuckDB's
+// memoryUnits are the units ParseMemorySize accepts, all of which DuckDB's
 // memory_limit and max_temp_directory_size accept too.
 var memoryUnits = map[string]float64{
 	"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
@@ -180,11 +180,11 @@ var memoryUnits = map[string]float64{
 
 var memorySizeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$`) })
 
-// parseMemorySize reads a memory size as DuckDB settings take it — a number
+// ParseMemorySize reads a memory size as DuckDB settings take it — a number
 // and a unit, "2GB", "1.5 GiB", "512MiB", "0B" — and returns its bytes.
 // DuckDB reads a negative number as "no limit", so a sign is an error
 // here, as is a missing or unknown unit.
-func parseMemorySize(s string) (int64, error) {
+func ParseMemorySize(s string) (int64, error) {
 	m := memorySizeRe().FindStringSubmatch(s)
 	if m == nil {
 		return 0, errors.New("is not a size: want a number and a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 2GB")
@@ -223,7 +223,7 @@ func setField(sf reflect.StructField, f reflect.Value, s string) error {
 	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil && sf.Tag.Get("unit") == "bytes" {
-			if n, err = parseMemorySize(s); err != nil {
+			if n, err = ParseMemorySize(s); err != nil {
 				return errors.New("is not a whole number of bytes or a size, e.g. 2GB or 512MiB")
 			}
 		}

@@ -79,9 +79,9 @@ func TestMemorySizesDuckDBAccepts(t *testing.T) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	for _, size := range []string{"2GB", "2gb", "1.5GiB", " 512 MiB ", "10KB", "3kib", "1TB", "1TiB", "100B", "0B", "7 mb"} {
-		n, err := parseMemorySize(size)
+		n, err := ParseMemorySize(size)
 		if err != nil {
-			t.Errorf("parseMemorySize(%q): %v", size, err)
+			t.Errorf("ParseMemorySize(%q): %v", size, err)
 			continue
 		}
 		for _, setting := range []string{"memory_limit", "max_temp_directory_size"} {

@@ -44,6 +44,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/benchcorpus"
 	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/gcfloor"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 )
 
 // The two queries every shape runs.
@@ -217,7 +218,8 @@ func runChild(side, corpusDir string, threads int) {
 
 // normalize runs every file through its adapter and drops the rows.
 func normalize(files []string, threads int) {
-	gcfloor.Start(gcfloor.DefaultFloor) // as the pchronicle binary does
+	gcfloor.Start(gcfloor.DefaultFloor) // as the pchronicle binary does,
+	hugeheap.Allow()                    // and as its one-shot commands do
 	n, err := benchcorpus.Normalize(context.Background(), files, threads)
 	check(err)
 	fmt.Printf("%d Storylines, %d steps, %d tool calls\n", n.Storylines, n.Steps, n.ToolCalls)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -63,20 +64,16 @@ type FileRequest struct {
 // (see batchWorkers).
 const largeFileBytes = 1 << 20
 
-// batchWorkers is how many of the batch's sources (todo, never empty)
+// batchWorkers is how many of a batch's files (never none), bytes in all,
 // normalize at once: up to most, but no more than one per CPU when the
 // files are large. A large file costs CPU, not waiting, so a worker beyond
 // one per CPU only holds another file's Storylines and scratch row groups
 // at once; small files leave a CPU waiting on their opens and reads, which
 // more workers fill (docs/performance.md, "Workers of a batch of large
 // files").
-func batchWorkers(most int, claimed []cacheClaim, todo []int) int {
-	workers := min(most, len(todo))
-	var bytes int64
-	for _, i := range todo {
-		bytes += claimed[i].s.Size
-	}
-	if bytes/int64(len(todo)) >= largeFileBytes {
+func batchWorkers(most, files int, bytes int64) int {
+	workers := min(most, files)
+	if bytes/int64(files) >= largeFileBytes {
 		workers = min(workers, runtime.GOMAXPROCS(0))
 	}
 	return workers
@@ -127,7 +124,14 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	errs := make([]error, len(claimed))
 	formats := make([]string, len(claimed))
 	placed := make([]bool, len(claimed)) // in a scratch set (written by one worker only)
-	workers := batchWorkers(snap.Options.MaxConcurrentSources, claimed, todo)
+	var bytes int64
+	for _, i := range todo {
+		bytes += claimed[i].s.Size
+	}
+	// Said for the whole batch before its files say it one by one, so that
+	// the heap is ready before the workers first grow it.
+	hugeheap.Expect(bytes)
+	workers := batchWorkers(snap.Options.MaxConcurrentSources, len(todo), bytes)
 	sets := make([]map[string]*scratch, workers) // by worker, then group key
 	work := make(chan int)
 	var wg sync.WaitGroup

@@ -6,14 +6,11 @@ import (
 )
 
 func TestBatchWorkers(t *testing.T) {
-	claims := func(sizes ...int64) ([]cacheClaim, []int) {
-		var c []cacheClaim
-		var todo []int
-		for i, n := range sizes {
-			c = append(c, cacheClaim{s: &Source{DiscoveredSource: DiscoveredSource{Size: n}}})
-			todo = append(todo, i)
+	sum := func(sizes []int64) (n int64) {
+		for _, s := range sizes {
+			n += s
 		}
-		return c, todo
+		return n
 	}
 	cpus := runtime.GOMAXPROCS(0)
 	many := func(n int, size int64) []int64 {
@@ -36,8 +33,7 @@ func TestBatchWorkers(t *testing.T) {
 		{"a mean of 1 MiB is large", cpus + 4, []int64{2 << 20, 0}, min(2, cpus)},
 		{"a mean just under 1 MiB is small", cpus + 4, []int64{2<<20 - 2, 0}, 2},
 	} {
-		claimed, todo := claims(c.sizes...)
-		if got := batchWorkers(c.most, claimed, todo); got != c.want {
+		if got := batchWorkers(c.most, len(c.sizes), sum(c.sizes)); got != c.want {
 			t.Errorf("%s: %d workers, want %d", c.name, got, c.want)
 		}
 	}

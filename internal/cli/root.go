@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
+
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +50,16 @@ and lets you inspect, import and query them.`,
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	// Every command but serve ends when its work does, so its heap may
+	// take huge pages; a server's may not (package hugeheap).
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		for c := cmd; c != nil; c = c.Parent() {
+			if c.Name() == "serve" {
+				return
+			}
+		}
+		hugeheap.Allow()
 	}
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)

@@ -25,6 +25,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -274,6 +275,7 @@ func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int
 		return det, err
 	}
 	src.Parts = opts.Parts
+	hugeheap.Expect(max(size, int64(len(p.Prefix)))) // a stream of unknown size counts its prefix
 	emit = uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit))
 	if rec := splittable(det, p, size); rec != nil {
 		return det, normalizeLines(ctx, r, src, rec, emit)

@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pchronicle/pchronicle/internal/hugeheap"
-
 	"github.com/spf13/cobra"
+
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 )
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=...".

@@ -446,3 +446,55 @@ func FuzzDetect(f *testing.F) {
 		New().Detect(format.NewProbe("f.jsonl", data, false))
 	})
 }
+
+// TestStreamsCarryNothingBetweenFiles normalizes every input, then all of
+// them again in reverse order after one that fails midway, each time with
+// a stream kept from earlier files (streams): each file's Storylines must
+// be what they were the first time. Session ids that a stream had seen or
+// emitted, scopes left open or a header of another file would change them.
+func TestStreamsCarryNothingBetweenFiles(t *testing.T) {
+	in := inputs(t)
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	read := func(name string, data []byte) ([]string, error) {
+		layout, ok := New().Detect(format.NewProbe(name, data, false))
+		if !ok {
+			t.Fatalf("%s: not detected", name)
+		}
+		var out []string
+		err := New().Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, layout,
+			func(sl *model.Storyline) error {
+				text, err := jsonx.Marshal(sl)
+				out = append(out, string(text))
+				return err
+			})
+		return out, err
+	}
+	first := map[string][]string{}
+	for _, name := range names {
+		out, err := read(name, in[name])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		first[name] = out
+	}
+	for _, name := range slices.Backward(names) {
+		// The file cut short of a line's end fails after some of its
+		// sessions, leaving the stream with scopes open.
+		data := in[name]
+		broken := append(slices.Clone(data[:len(data)/2]), []byte("\n{\"kind\":\n")...)
+		if _, err := read(name, broken); err == nil {
+			t.Fatalf("%s cut short: no error", name)
+		}
+		out, err := read(name, data)
+		if err != nil {
+			t.Fatalf("%s again: %v", name, err)
+		}
+		if !slices.Equal(out, first[name]) {
+			t.Errorf("%s: other Storylines after other files were read with the same streams", name)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -69,13 +70,15 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 		return fmt.Errorf("actf: unknown layout %q", layout)
 	}
 	base := path.Base(src.File)
-	s := &stream{
-		src: src, layout: layout, emit: emit, sourceFormat: format.ACTF + "/" + layout,
-		fileSession: sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))},
-		sessions:    map[sessionKey]*session{}, scopes: map[string]scope{},
-		open: map[string]*event{}, openAnonymous: map[string]*event{}, parents: map[string]string{},
-		emitted: map[string]int{}, seen: map[string]bool{},
+	var s *stream
+	if reuseBlocks {
+		s = streams.Get().(*stream)
+		defer s.release()
+	} else {
+		s = streams.New().(*stream) // FuzzNormalize's stream, which reuses nothing
 	}
+	s.src, s.layout, s.emit, s.sourceFormat = src, layout, emit, format.ACTF+"/"+layout
+	s.fileSession = sessionKey{'f', strings.TrimSuffix(base, path.Ext(base))}
 	err := format.EachLine(ctx, r, func(line int64, text []byte) error {
 		var e event
 		if err := s.decodeLine(&e, line, text); err != nil {
@@ -126,6 +129,48 @@ type stream struct {
 	// other event can reach (see reusable), cleared, for new ones.
 	freeBlocks [][]event
 	freeTexts  [][]byte
+}
+
+// streams keeps the maps and buffers of streams whose file has ended for
+// the next file. A file of many sessions grows its maps to thousands of
+// entries, and growing them again for every file of a corpus showed in
+// profiles.
+var streams = sync.Pool{New: func() any {
+	return &stream{
+		sessions: map[sessionKey]*session{}, scopes: map[string]scope{},
+		open: map[string]*event{}, openAnonymous: map[string]*event{}, parents: map[string]string{},
+		emitted: map[string]int{}, seen: map[string]bool{},
+	}
+}}
+
+// poolLimit is the number of entries above which a map is dropped rather
+// than cleared for the next file: clearing costs its capacity, which a
+// large file leaves behind.
+const poolLimit = 1 << 16
+
+// release returns the stream to streams with nothing of its file: the maps
+// emptied, the buffers of flushed sessions kept (no event can reach them,
+// see reusable) and everything else dropped.
+func (s *stream) release() {
+	s.sessions, s.scopes = reuse(s.sessions), reuse(s.scopes)
+	s.open, s.openAnonymous, s.parents = reuse(s.open), reuse(s.openAnonymous), reuse(s.parents)
+	s.emitted, s.seen = reuse(s.emitted), reuse(s.seen)
+	clear(s.order)
+	*s = stream{
+		sessions: s.sessions, order: s.order[:0], scopes: s.scopes, open: s.open, openAnonymous: s.openAnonymous,
+		parents: s.parents, emitted: s.emitted, seen: s.seen, b: s.b, free: s.free, built: s.built,
+		times: s.times, freeBlocks: s.freeBlocks, freeTexts: s.freeTexts,
+	}
+	streams.Put(s)
+}
+
+// reuse empties m for the next file, or replaces it when it is large.
+func reuse[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) > poolLimit {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // sessionKey names a session: by metadata.session_id ('s'), by its root
@@ -403,7 +448,8 @@ func (s *stream) flush(sess *session) error {
 }
 
 // reuseBlocks is false only in FuzzNormalize, which checks the Storylines
-// against those of a stream that reuses no block.
+// against those of a stream that reuses no block, nor a stream of another
+// file.
 var reuseBlocks = true
 
 // reusable reports whether no event of another session can reach the

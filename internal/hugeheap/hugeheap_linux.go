@@ -27,10 +27,12 @@ var probe *[64]byte
 // out those pages first (it allocates at the lowest free address), so what
 // the process allocates next faults in 2 MiB at a time. It reports whether
 // it advised the heap: not when the kernel already backs all memory with
-// huge pages, never does, or refuses the advice.
+// huge pages, never does, or refuses the advice, nor in a process whose
+// memory is capped (RLIMIT_AS or RLIMIT_DATA), which the reservation must
+// never be what runs out of it.
 func reserve() bool {
 	setting, err := os.ReadFile(thpSetting)
-	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) {
+	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() {
 		return false
 	}
 	probe = new([64]byte)
@@ -46,4 +48,15 @@ func reserve() bool {
 	runtime.KeepAlive(buf) // mapped until here; the collection frees it
 	runtime.GC()
 	return errno == 0 || errno == unix.ENOMEM
+}
+
+// capped reports whether the process may map only so much.
+func capped() bool {
+	for _, resource := range []int{unix.RLIMIT_AS, unix.RLIMIT_DATA} {
+		var lim unix.Rlimit
+		if unix.Getrlimit(resource, &lim) != nil || lim.Cur != unix.RLIM_INFINITY {
+			return true
+		}
+	}
+	return false
 }

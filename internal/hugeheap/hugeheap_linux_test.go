@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // scenarioEnv makes the test binary run one scenario (helper) and print
@@ -28,6 +30,9 @@ func TestReservationFollowsAllowAndExpect(t *testing.T) {
 	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) {
 		t.Skipf("transparent huge pages are not on madvise here (%s: %q, %v)", thpSetting, setting, err)
 	}
+	if capped() {
+		t.Skip("this process's memory is capped (ulimit -v or -d), so no scenario would reserve")
+	}
 	for _, c := range []struct {
 		scenario string
 		reserved bool
@@ -35,6 +40,7 @@ func TestReservationFollowsAllowAndExpect(t *testing.T) {
 		{"not-allowed", false},
 		{"below-threshold", false},
 		{"reaches-threshold", true},
+		{"memory-capped", false},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestScenario$", "-test.v")
@@ -70,7 +76,13 @@ func TestScenario(t *testing.T) {
 		Allow()
 		Expect(reserveAfter / 2)
 		Expect(reserveAfter/2 - 1)
-	case "reaches-threshold":
+	case "reaches-threshold", "memory-capped":
+		if scenario == "memory-capped" {
+			lim := unix.Rlimit{Cur: 1 << 40, Max: unix.RLIM_INFINITY} // far above what the test maps
+			if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
+				t.Fatal(err)
+			}
+		}
 		Allow()
 		Expect(reserveAfter / 2)
 		Expect(reserveAfter / 2)

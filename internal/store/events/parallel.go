@@ -9,6 +9,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -75,6 +76,7 @@ func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) erro
 	var buf []byte
 	var addErr error
 	add := func() error {
+		hugeheap.Expect(int64(len(buf))) // the events decoded from it stay until Commit
 		err := tx.addLines(ctx, src, batch)
 		batch, buf = batch[:0], buf[:0]
 		return err

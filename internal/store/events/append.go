@@ -97,10 +97,22 @@ func (tx *Tx) add(ctx context.Context, e model.Event) error {
 	return tx.flushFull(ctx, e)
 }
 
+// wholeBufferFrom is the number of buffered events from which the buffer
+// grows to a whole segment at once. Doubling it up to segmentRows copied
+// about 90 MB of events, and a copy cannot be preempted: the collector
+// waited for each one to finish, spinning, which took a quarter of a large
+// append's CPU.
+const wholeBufferFrom = 16 << 10
+
 // flushFull buffers an accepted event and writes a segment when the buffer
 // is full.
 func (tx *Tx) flushFull(ctx context.Context, e model.Event) error {
 	e.File = "" // see writeSegment
+	if len(tx.buf) == cap(tx.buf) && len(tx.buf) >= wholeBufferFrom {
+		whole := make([]model.Event, len(tx.buf), segmentRows)
+		copy(whole, tx.buf)
+		tx.buf = whole
+	}
 	tx.buf = append(tx.buf, e)
 	tx.added++
 	if len(tx.buf) < segmentRows {

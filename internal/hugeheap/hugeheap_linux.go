@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,10 +30,12 @@ var probe *[64]byte
 // it advised the heap: not when the kernel already backs all memory with
 // huge pages, never does, or refuses the advice, nor in a process whose
 // memory is capped (RLIMIT_AS or RLIMIT_DATA), which the reservation must
-// never be what runs out of it.
+// never be what runs out of it, nor in one whose heap has already grown
+// past reserveBytes: the reservation could then take memory the heap used
+// before, which the runtime clears, touching every page.
 func reserve() bool {
 	setting, err := os.ReadFile(thpSetting)
-	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() {
+	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() || heapMapped() > reserveBytes {
 		return false
 	}
 	probe = new([64]byte)
@@ -48,6 +51,23 @@ func reserve() bool {
 	runtime.KeepAlive(buf) // mapped until here; the collection frees it
 	runtime.GC()
 	return errno == 0 || errno == unix.ENOMEM
+}
+
+// heapMapped is the heap the runtime has mapped, in use or not.
+func heapMapped() uint64 {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+	}
+	metrics.Read(samples)
+	var n uint64
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			n += s.Value.Uint64()
+		}
+	}
+	return n
 }
 
 // capped reports whether the process may map only so much.

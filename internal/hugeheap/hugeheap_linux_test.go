@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,7 @@ func TestReservationFollowsAllowAndExpect(t *testing.T) {
 		{"below-threshold", false},
 		{"reaches-threshold", true},
 		{"memory-capped", false},
+		{"heap-already-large", false},
 	} {
 		t.Run(c.scenario, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestScenario$", "-test.v")
@@ -76,6 +78,17 @@ func TestScenario(t *testing.T) {
 		Allow()
 		Expect(reserveAfter / 2)
 		Expect(reserveAfter/2 - 1)
+	case "heap-already-large":
+		// A heap that held more than a reservation before: what it freed
+		// could be reused by one, and would be cleared page by page.
+		held := make([][]byte, 0, 40)
+		for range cap(held) {
+			held = append(held, make([]byte, 4<<20))
+		}
+		runtime.KeepAlive(held)
+		runtime.GC() // frees them: held is not used again
+		Allow()
+		Expect(reserveAfter)
 	case "reaches-threshold", "memory-capped":
 		if scenario == "memory-capped" {
 			lim := unix.Rlimit{Cur: 1 << 40, Max: unix.RLIM_INFINITY} // far above what the test maps

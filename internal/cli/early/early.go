@@ -1,9 +1,10 @@
 // Package early starts the query worker of a command that runs a query
-// while the binary is still being initialized; cmd/pchronicle imports it
-// for that alone. Go initializes this package as soon as its few imports
-// are, long before main, so the worker's process start and DuckDB open
-// overlap the command's own start (spawn.Early; docs/performance.md, "The
-// worker started early").
+// before the binary has started; cmd/pchronicle imports it for that alone.
+// On Linux a C constructor starts it before the Go runtime (early_linux.go);
+// elsewhere, or if that did not start one, this package's initialization
+// does, which Go runs as soon as its few imports are initialized, long
+// before main. Either way the worker's process start and DuckDB open overlap
+// the command's own start (docs/performance.md, "The worker started early").
 package early
 
 import (
@@ -16,7 +17,16 @@ import (
 // Commands run a query in a worker of their own (their Dataset's engine).
 var Commands = []string{"query", "find", "stats"}
 
+// adopted says that the worker was started before the runtime (started),
+// not by Early.
+var adopted bool
+
 func init() {
+	if p := started(); p != nil {
+		spawn.SetEarly(p)
+		adopted = true
+		return
+	}
 	if wanted(os.Args) {
 		spawn.Early()
 	}

@@ -86,6 +86,12 @@ func Early() {
 	if err != nil {
 		return // the engine starts one when it needs it, and reports the error then
 	}
+	SetEarly(p)
+}
+
+// SetEarly keeps p, a worker started before Go's initialization, for
+// TakeEarly.
+func SetEarly(p *Process) {
 	early.Lock()
 	early.p = p
 	early.Unlock()

@@ -3,6 +3,13 @@
 package early
 
 /*
+// DuckDB's bindings link with -rdynamic, for extensions loaded at run time
+// that resolve DuckDB's symbols in the executable. The sandbox loads none,
+// and exporting every symbol made the dynamic loader search an 18,000-symbol
+// table on each process start: --no-export-dynamic keeps only the symbols Go
+// exports itself (docs/performance.md, "The worker started before the
+// runtime").
+#cgo LDFLAGS: -Wl,--no-export-dynamic
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>

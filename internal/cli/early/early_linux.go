@@ -16,6 +16,7 @@ package early
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -100,25 +101,34 @@ __attribute__((constructor)) static void early_start(int argc, char **argv, char
 	char *args[] = {"/proc/self/exe", NULL};
 	pid_t parent = getpid();
 	// vfork: a fork would copy the page tables of the binary's mappings
-	// first, ~6 ms here. The child only makes system calls until execve.
+	// first, ~6 ms here. The child only makes system calls until execve,
+	// and shares this memory until then: a failure it records in failed is
+	// seen here once vfork returns (as glibc's posix_spawn does).
+	volatile int failed = 0;
 	pid_t pid = vfork();
 	if (pid == 0) {
 		if (dup2(p[0], 0) < 0 || dup2(p[3], 1) < 0 || dup2(p[5], 2) < 0) {
+			failed = 1;
 			_exit(127);
 		}
 		// The kernel kills the worker when the thread that started it ends:
 		// this one, the process's main thread, ends with the process.
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+			failed = 1;
 			_exit(127);
 		}
 		execve(args[0], args, env);
+		failed = 1;
 		_exit(127);
 	}
 	free(env);
 	int child[3] = {p[0], p[3], p[5]};
 	early_close(child, 3);
 	int parents[3] = {p[1], p[2], p[4]};
-	if (pid < 0) {
+	if (pid < 0 || failed) { // Go starts it instead, and reports why it cannot
+		if (pid > 0) {
+			waitpid(pid, NULL, 0);
+		}
 		early_close(parents, 3);
 		return;
 	}

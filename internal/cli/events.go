@@ -15,6 +15,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
 
@@ -63,6 +64,12 @@ store run one after the other; a second one waits for the first.`,
 				}
 				defer f.Close()
 				in, name = f, args[1]
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					// Said before the first batch, whose buffers then come
+					// from the huge pages too (the append says each batch
+					// as it goes otherwise).
+					hugeheap.Expect(fi.Size())
+				}
 			}
 			return runEventsAppend(cmd, e, configPath, args[0], fsx.ContextReader(ctx, in), name)
 		},

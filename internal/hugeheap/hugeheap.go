@@ -26,9 +26,14 @@ const (
 	// with less, the heap stays small enough that the reservation's
 	// collection costs more than the faults it saves.
 	reserveAfter = 4 << 20
-	// reserveBytes is the heap mapped and advised at once: more than a
-	// command normalizing on two threads usually keeps.
-	reserveBytes = 64 << 20
+	// reserveBytes is the heap mapped and advised at once: several times
+	// what a command normalizing on two threads keeps, and about what an
+	// events append keeps of a segment's events until it writes them
+	// (~180 MB of heap for 39 MB of JSONL).
+	reserveBytes = 192 << 20
+	// largeHeap is the heap mapped beyond which a process no longer
+	// reserves (reserve).
+	largeHeap = 64 << 20
 )
 
 var (

@@ -31,11 +31,12 @@ var probe *[64]byte
 // huge pages, never does, or refuses the advice, nor in a process whose
 // memory is capped (RLIMIT_AS or RLIMIT_DATA), which the reservation must
 // never be what runs out of it, nor in one whose heap has already grown
-// past reserveBytes: the reservation could then take memory the heap used
-// before, which the runtime clears, touching every page.
+// past largeHeap: the reservation could then take memory the heap used
+// before, which the runtime clears, touching every page. Untouched, the
+// reservation costs address space, not memory.
 func reserve() bool {
 	setting, err := os.ReadFile(thpSetting)
-	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() || heapMapped() > reserveBytes {
+	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() || heapMapped() > largeHeap {
 		return false
 	}
 	probe = new([64]byte)

@@ -23,8 +23,13 @@ import (
 const scenarioEnv = "HUGEHEAP_SCENARIO"
 
 // touchedBytes is what a scenario allocates after its Expect calls, touching
-// every page.
-const touchedBytes = 16 << 20
+// every page; farBytes what it allocates next without touching it, whose
+// end lies beyond the first 64 MiB of heap (an events append keeps that
+// much).
+const (
+	touchedBytes = 16 << 20
+	farBytes     = 112 << 20
+)
 
 func TestReservationFollowsAllowAndExpect(t *testing.T) {
 	setting, err := os.ReadFile(thpSetting)
@@ -58,8 +63,8 @@ func TestReservationFollowsAllowAndExpect(t *testing.T) {
 				}
 			}
 			want := strconv.FormatBool(c.reserved)
-			if got["reserved"] != want || got["advised"] != want {
-				t.Errorf("reserved=%s advised=%s, want both %s\n%s", got["reserved"], got["advised"], want, out)
+			if got["reserved"] != want || got["advised"] != want || got["advised_far"] != want {
+				t.Errorf("reserved=%s advised=%s advised_far=%s, want all %s\n%s", got["reserved"], got["advised"], got["advised_far"], want, out)
 			}
 			t.Logf("page faults touching %d MiB allocated afterwards: %s", touchedBytes>>20, got["faults"])
 		})
@@ -108,7 +113,10 @@ func TestScenario(t *testing.T) {
 		buf[i] = 1
 	}
 	faults := minorFaults(t) - before
-	fmt.Printf("reserved=%t\nadvised=%t\nfaults=%d\n", Reserved(), advised(t, uintptr(unsafe.Pointer(&buf[0]))), faults)
+	far := make([]byte, farBytes)
+	fmt.Printf("reserved=%t\nadvised=%t\nadvised_far=%t\nfaults=%d\n", Reserved(), advised(t, uintptr(unsafe.Pointer(&buf[0]))),
+		advised(t, uintptr(unsafe.Pointer(&far[len(far)-1]))), faults)
+	runtime.KeepAlive(buf)
 }
 
 func minorFaults(t *testing.T) int64 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/engine/spawn"
@@ -95,4 +96,20 @@ func TestConstructorStartsTheWorker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzWantedBeforeRuntime: the constructor reads the command line before
+// anything else does; whatever it holds, the C decision is Go's.
+func FuzzWantedBeforeRuntime(f *testing.F) {
+	for _, c := range wantedCases {
+		f.Add(strings.Join(c.args, "\x00"))
+	}
+	f.Add("pchronicle\x00query\x00--help=x\x00-h")
+	f.Add("pchronicle\x00\x00query")
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, "\x00") // a C argument holds no NUL
+		if got, want := wantedBeforeRuntime(args), wanted(args); got != want {
+			t.Errorf("the constructor's wanted(%q) = %v, Go's %v", args, got, want)
+		}
+	})
 }

@@ -32,7 +32,8 @@ static int early_pid = -1;
 static int early_fds[3] = {-1, -1, -1};
 
 // early_wanted is wanted (early.go) before the runtime: argv[1] is one of
-// Commands and no later argument asks for help (TestWanted runs both).
+// Commands and no later argument asks for help (TestWantedBeforeRuntime and
+// FuzzWantedBeforeRuntime hold it to wanted).
 static int early_wanted(int argc, char **argv) {
 	static const char *commands[] = {"query", "find", "stats"};
 	if (argc < 2 || argv == NULL || argv[1] == NULL) {

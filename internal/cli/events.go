@@ -15,7 +15,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/fsx"
-	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/store/events"
 )
 
@@ -56,29 +55,26 @@ store run one after the other; a second one waits for the first.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			in, name := e.stdin, "<stdin>"
+			in, src := e.stdin, format.Source{Path: "<stdin>"}
 			if len(args) == 2 && args[1] != "-" {
 				f, err := fsx.OpenInput(ctx, args[1])
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				in, name = f, args[1]
+				in, src.Path = f, args[1]
 				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-					// Said before the first batch, whose buffers then come
-					// from the huge pages too (the append says each batch
-					// as it goes otherwise).
-					hugeheap.Expect(fi.Size())
+					src.Size = fi.Size()
 				}
 			}
-			return runEventsAppend(cmd, e, configPath, args[0], fsx.ContextReader(ctx, in), name)
+			return runEventsAppend(cmd, e, configPath, args[0], fsx.ContextReader(ctx, in), src)
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for STORE @name)") // [remote STORE]
 	return cmd
 }
 
-func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.Reader, name string) error {
+func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.Reader, src format.Source) error {
 	ctx := cmd.Context()
 	// [remote STORE] An object-store STORE (URI or @pin) is appended to
 	// through a local mirror (remote_stores.go).
@@ -88,7 +84,7 @@ func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.R
 	}
 	if dest != nil {
 		defer dest.Close()
-		return dest.appendEvents(ctx, e, in, name)
+		return dest.appendEvents(ctx, e, in, src)
 	}
 	// [/remote STORE]
 	s, tx, undo, err := beginAppend(ctx, dir)
@@ -96,7 +92,7 @@ func runEventsAppend(cmd *cobra.Command, e *env, configPath, dir string, in io.R
 		return err
 	}
 	r, err := func() (*events.Revision, error) {
-		if err := tx.ReadFrom(ctx, in, format.Source{Path: name}); err != nil {
+		if err := tx.ReadFrom(ctx, in, src); err != nil {
 			tx.Abort()
 			return nil, err
 		}

@@ -79,8 +79,8 @@ func (d *remoteDest) publish(ctx context.Context, g *storyline.Generation) error
 }
 
 // appendEvents runs `events append` against the remote store.
-func (d *remoteDest) appendEvents(ctx context.Context, e *env, in io.Reader, name string) error {
-	res, err := remote.AppendEvents(ctx, d.bucket, d.prefix, in, format.Source{Path: name}, remote.AppendOptions{SegmentCache: remote.DefaultSegmentCache()})
+func (d *remoteDest) appendEvents(ctx context.Context, e *env, in io.Reader, src format.Source) error {
+	res, err := remote.AppendEvents(ctx, d.bucket, d.prefix, in, src, remote.AppendOptions{SegmentCache: remote.DefaultSegmentCache()})
 	if err != nil {
 		return fmt.Errorf("nothing appended: %w", err)
 	}

@@ -75,8 +75,14 @@ func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) erro
 	batch := make([]rawLine, 0, lineBatch)
 	var buf []byte
 	var addErr error
+	// The events decoded stay until Commit: the heap is told of the input
+	// whole when its size is known, before the first batch's buffers,
+	// else a batch at a time.
+	hugeheap.Expect(src.Size)
 	add := func() error {
-		hugeheap.Expect(int64(len(buf))) // the events decoded from it stay until Commit
+		if src.Size <= 0 {
+			hugeheap.Expect(int64(len(buf)))
+		}
 		err := tx.addLines(ctx, src, batch)
 		batch, buf = batch[:0], buf[:0]
 		return err

@@ -27,6 +27,15 @@ func ReadWhole(ctx context.Context, r io.Reader, src Source, what string) (data 
 	if err != nil {
 		return nil, nil, err
 	}
+	if m, ok := r.(*InMemory); ok {
+		// The file is in memory already: its bytes are the document, as
+		// they were the file's, valid until Normalize returns.
+		if data = m.rest(); len(data) > MaxDocumentBytes {
+			release()
+			return nil, nil, Errorf(src, 0, "", "%s: document larger than %d bytes", what, MaxDocumentBytes)
+		}
+		return data, release, nil
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, src.Size+bytes.MinRead))
 	_, err = buf.ReadFrom(io.LimitReader(r, MaxDocumentBytes+1))
 	switch {
@@ -40,6 +49,30 @@ func ReadWhole(ctx context.Context, r io.Reader, src Source, what string) (data 
 		return nil, nil, err
 	}
 	return buf.Bytes(), release, nil
+}
+
+// InMemory reads a file that was read whole into memory (ingest reads small
+// files so), and lets ReadWhole take the unread bytes without copying them
+// into a buffer of their own: that copy was most of what a small
+// single-document file cost beyond its decoding. Like every file's bytes
+// (Emit), they are reused once Normalize returns.
+type InMemory struct {
+	bytes.Reader
+	data []byte
+}
+
+// NewInMemory returns a reader of data.
+func NewInMemory(data []byte) *InMemory {
+	m := &InMemory{data: data}
+	m.Reader.Reset(data)
+	return m
+}
+
+// rest returns the bytes not read yet and marks them read.
+func (m *InMemory) rest() []byte {
+	rest := m.data[len(m.data)-m.Len():]
+	m.Reader.Reset(nil)
+	return rest
 }
 
 // ReadDocument reads a whole single-document file (ReadWhole) and checks

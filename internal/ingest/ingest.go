@@ -5,7 +5,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -225,7 +224,7 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 	}
 	p := format.NewProbe(src.Path, data[:n], false)
 	src.Valid = p.Valid // the adapter reads p.Prefix itself
-	return normalizeProbed(ctx, p, bytes.NewReader(p.Prefix), int64(len(p.Prefix)), src, opts, emit)
+	return normalizeProbed(ctx, p, format.NewInMemory(p.Prefix), int64(len(p.Prefix)), src, opts, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.

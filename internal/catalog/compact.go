@@ -113,7 +113,7 @@ type compactLoad struct {
 // events source: strict decoding and stream checks included. Each part is
 // checked against its pin before and after it is read.
 func (s *Source) compactEvents(ctx context.Context, rev *CompactRevision) (*events.Revision, error) {
-	l := &s.compact
+	l := &s.more().compact
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {

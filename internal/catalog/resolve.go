@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
@@ -40,17 +41,35 @@ type Source struct {
 	dataset *Dataset
 
 	relations relCells // runs, steps, tool_calls, whole and lean
-	solo      relCells // the same, normalized alone when a relation's files are a shared batch (ResolveSolo)
 	events    cell     // events
-	compact   compactLoad
 
 	formatMu sync.Mutex
 	format   string
+
+	// rare holds what only some sources or some queries need, allocated on
+	// first use: it was half of every Source, and a Snapshot holds one per
+	// file of its Datasets.
+	rare atomic.Pointer[sourceRare]
+}
+
+// sourceRare is the part of a Source that few of them use.
+type sourceRare struct {
+	solo    relCells // the relations, normalized alone when their files are a shared batch (ResolveSolo)
+	compact compactLoad
 
 	// Directed fallbacks of an events source, by session set (see
 	// ResolveSessions).
 	directedMu sync.Mutex
 	directed   map[string]*cell
+}
+
+// more returns the source's rare part, allocating it on first use.
+func (s *Source) more() *sourceRare {
+	if r := s.rare.Load(); r != nil {
+		return r
+	}
+	s.rare.CompareAndSwap(nil, new(sourceRare))
+	return s.rare.Load()
 }
 
 // Dataset returns the Dataset the source belongs to.
@@ -320,7 +339,7 @@ func (s *Source) ResolveSolo(ctx context.Context, rels ...string) ([]*Resolved, 
 	if !ok || len(shared) == 0 {
 		return res, nil
 	}
-	solo, err := s.solo.do(ctx, shared, func(missing []string) ([]*Resolved, error) {
+	solo, err := s.more().solo.do(ctx, shared, func(missing []string) ([]*Resolved, error) {
 		s.snap.resolves.Add(1)
 		return s.cached(ctx, normcache.Own, missing, func(m []string) (*Resolved, error) { return s.normalizeFile(ctx, *rev, m) })
 	})
@@ -344,16 +363,17 @@ func (s *Source) ResolveSessions(ctx context.Context, relation string, sessions 
 	set := append([]string(nil), sessions...)
 	sort.Strings(set)
 	key := strings.Join(set, "\x00")
-	s.directedMu.Lock()
-	if s.directed == nil {
-		s.directed = map[string]*cell{}
+	more := s.more()
+	more.directedMu.Lock()
+	if more.directed == nil {
+		more.directed = map[string]*cell{}
 	}
-	c := s.directed[key]
+	c := more.directed[key]
 	if c == nil {
 		c = &cell{}
-		s.directed[key] = c
+		more.directed[key] = c
 	}
-	s.directedMu.Unlock()
+	more.directedMu.Unlock()
 	res, err := c.do(ctx, func() (*Resolved, error) {
 		s.snap.resolves.Add(1)
 		want := map[string]bool{}

@@ -92,6 +92,7 @@ sources before anything is normalized.`,
 		for _, d := range snap.Datasets {
 			res, err := eng.Query(cmd.Context(), findSQL(d, sel, agent, text), engine.QueryOptions{})
 			if err != nil {
+				rw.Close() // the rows of the Datasets before stay printed
 				return fmt.Errorf("Dataset %s: %w", d.Mount.NamespacePath(), err)
 			}
 			for _, row := range res.Rows {

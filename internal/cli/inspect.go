@@ -102,8 +102,10 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 		return nil
 	}
 	err := inspectArgs(ctx, e, o, args, opts, table, fail)
-	if err == nil && table != nil {
-		err = table.Close()
+	if table != nil { // the files listed before a fatal error stay listed
+		if cerr := table.Close(); err == nil {
+			err = cerr
+		}
 	}
 	// Bad files found before a fatal error are still listed.
 	for _, f := range failures {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -32,6 +34,7 @@ func validFormat(f string) error {
 // Values are any JSON-encodable Go value; nil prints as NULL in a table and
 // as an empty field in CSV.
 type rowWriter struct {
+	out     *bufio.Writer // w, buffered: a write per row or cell was a system call each
 	w       io.Writer
 	format  string
 	columns []string
@@ -41,7 +44,9 @@ type rowWriter struct {
 }
 
 func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
-	rw := &rowWriter{w: w, format: format, columns: columns}
+	out := bufio.NewWriterSize(w, 64<<10)
+	rw := &rowWriter{out: out, w: out, format: format, columns: columns}
+	w = out
 	switch format {
 	case fmtTable:
 		rw.tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -92,22 +97,22 @@ func (rw *rowWriter) Write(values []any) error {
 	}
 }
 
-// Close flushes buffered output.
+// Close writes what the format ends with and flushes the output.
 func (rw *rowWriter) Close() error {
+	var err error
 	switch rw.format {
 	case fmtTable:
-		return rw.tw.Flush()
+		err = rw.tw.Flush()
 	case fmtCSV:
 		rw.cw.Flush()
-		return rw.cw.Error()
+		err = rw.cw.Error()
 	case fmtJSON:
 		if rw.n > 0 {
 			io.WriteString(rw.w, "\n")
 		}
-		_, err := io.WriteString(rw.w, "]\n")
-		return err
+		_, err = io.WriteString(rw.w, "]\n")
 	}
-	return nil
+	return errors.Join(err, rw.out.Flush())
 }
 
 // marshalRow encodes a row as a JSON object with keys in column order.
@@ -152,12 +157,15 @@ func tableCell(v any) string {
 		return "NULL"
 	}
 	s := plain(v)
-	s = strings.NewReplacer("\n", `\n`, "\t", " ", "\r", "").Replace(s)
+	s = cellEscapes.Replace(s)
 	if r := []rune(s); len(r) > maxCell {
 		s = string(r[:maxCell-1]) + "…"
 	}
 	return s
 }
+
+// cellEscapes keeps a table cell on its line and in its column.
+var cellEscapes = strings.NewReplacer("\n", `\n`, "\t", " ", "\r", "")
 
 func plain(v any) string {
 	v = deref(v)

@@ -129,6 +129,7 @@ followed by one total row per Dataset (its _file_ is "*").`,
 		for _, d := range snap.Datasets {
 			rows, err := datasetStats(cmd, eng, d)
 			if err != nil {
+				rw.Close() // the rows of the Datasets before stay printed
 				return err
 			}
 			for _, r := range rows {

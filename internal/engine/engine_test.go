@@ -212,6 +212,16 @@ func TestStrictAndReportPolicies(t *testing.T) {
 	if n := mustQuery(t, e, "SELECT count(*) FROM d.runs").Rows[0][0]; n != int64(4) {
 		t.Fatalf("runs from ready sources = %v, want 4", n)
 	}
+	// The table is refilled for each query (a reused instance held the
+	// last one's rows), from a file that is gone once the table holds them.
+	for range 2 {
+		if n := mustQuery(t, e, "SELECT count(*) FROM d.sources").Rows[0][0]; n != int64(3) {
+			t.Fatalf("sources = %v rows, want 3", n)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(snap.TempDir, "sources-*")); len(left) > 0 {
+		t.Fatalf("the sources table's files are left behind: %v", left)
+	}
 }
 
 func TestChangedFileFailsTheQuery(t *testing.T) {

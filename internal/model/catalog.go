@@ -23,7 +23,7 @@ type SourceRow struct {
 	Status               string     `parquet:"status" json:"status"`
 	Error                *string    `parquet:"error,optional" json:"error"`
 	SizeBytes            *int64     `parquet:"size_bytes,optional" json:"size_bytes"`
-	ModifiedAt           *time.Time `parquet:"modified_at,optional" json:"modified_at"`
+	ModifiedAt           *time.Time `parquet:"modified_at,optional,timestamp(microsecond)" json:"modified_at"`
 	SnapshotRef          *string    `parquet:"snapshot_ref,optional" json:"snapshot_ref"`
 	RevisionKind         *string    `parquet:"revision_kind,optional" json:"revision_kind"`
 	ProjectionCandidates int64      `parquet:"projection_candidates" json:"projection_candidates"`
@@ -38,7 +38,7 @@ type ProjectionRow struct {
 	LineageRevision int64      `parquet:"lineage_revision" json:"lineage_revision"`
 	Fresh           bool       `parquet:"fresh" json:"fresh"`
 	Selected        bool       `parquet:"selected" json:"selected"`
-	LastModified    *time.Time `parquet:"last_modified,optional" json:"last_modified"`
+	LastModified    *time.Time `parquet:"last_modified,optional,timestamp(microsecond)" json:"last_modified"`
 }
 
 func init() {

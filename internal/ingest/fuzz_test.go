@@ -3,9 +3,13 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pchronicle/pchronicle/internal/format"
@@ -15,7 +19,9 @@ import (
 
 // FuzzDetectAndNormalize feeds arbitrary bytes through detection across every
 // adapter and, when one claims them, through its normalizer: nothing may
-// panic, and a failure must be a located error.
+// panic, and a failure must be a located error. Each input is normalized as
+// a streamed file and as one read whole into memory (format.InMemory, as
+// ingest reads small files): the two give the same Storylines and error.
 func FuzzDetectAndNormalize(f *testing.F) {
 	root := testutil.SamplesDir(f)
 	for _, rel := range testutil.SampleFiles(f) {
@@ -49,8 +55,21 @@ func FuzzDetectAndNormalize(f *testing.F) {
 		if err != nil {
 			return // no adapter claims the input: nothing to normalize
 		}
-		err = det.Adapter.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, det.Layout,
-			func(sl *model.Storyline) error { return nil })
+		normalize := func(r io.Reader) (string, error) {
+			var out strings.Builder
+			err := det.Adapter.Normalize(context.Background(), r, format.Source{Path: name, File: name}, det.Layout,
+				func(sl *model.Storyline) error {
+					b, err := json.Marshal(sl)
+					out.Write(b)
+					return err
+				})
+			return out.String(), err
+		}
+		inMemory, memErr := normalize(format.NewInMemory(bytes.Clone(data)))
+		streamed, err := normalize(bytes.NewReader(data))
+		if inMemory != streamed || fmt.Sprint(memErr) != fmt.Sprint(err) {
+			t.Fatalf("%s/%s: in memory and streamed differ:\n%s\n%v\n---\n%s\n%v", det.Adapter.Name(), det.Layout, inMemory, memErr, streamed, err)
+		}
 		if err == nil {
 			return
 		}

@@ -53,6 +53,12 @@ func (l Limits) openConfig() string {
 	v.Set("threads", strconv.Itoa(threads))
 	v.Set("autoinstall_known_extensions", "false")
 	v.Set("autoload_known_extensions", "false")
+	// DuckDB keeps the bytes of the files it reads in memory for a later
+	// read of the same file. An instance reads each file of a query once,
+	// and the Storyline reader reads each source's once: the cache only
+	// copied every read and held it until memory_limit (an export of 1,000
+	// sources grew by 350 KB each).
+	v.Set("enable_external_file_cache", "false")
 	return "?" + v.Encode()
 }
 

@@ -155,6 +155,33 @@ func TestEachStorylineFilters(t *testing.T) {
 	}
 }
 
+// The reader reads each source's files once, so DuckDB keeps none of their
+// bytes for a later read: a long export (or a server's reader) grew by every
+// file it had read until memory_limit.
+func TestReaderKeepsNoFileBytes(t *testing.T) {
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("c%02d.jsonl", i)] = apiChatLine(fmt.Sprint("s", i)) + "\n"
+	}
+	_, reader := apiSnapshot(t, writeTree(t, files))
+	for file := range files {
+		if err := reader.EachStoryline(context.Background(), "prod", file, StorylineFilter{}, func(*model.Storyline) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := reader.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cached int64
+	if err := db.QueryRow("SELECT memory_usage_bytes FROM duckdb_memory() WHERE tag = 'EXTERNAL_FILE_CACHE'").Scan(&cached); err != nil {
+		t.Fatal(err)
+	}
+	if cached != 0 {
+		t.Fatalf("DuckDB holds %d bytes of the files read", cached)
+	}
+}
+
 // A store may hold Storylines imported from several files: rows merge by
 // (session_id, import file), and a session_id held twice is ambiguous.
 func TestLoadStorylineFromStore(t *testing.T) {

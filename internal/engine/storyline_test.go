@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +153,53 @@ func TestEachStorylineFilters(t *testing.T) {
 		}
 		if strings.Join(got, " ") != tt.want {
 			t.Errorf("%+v: got %q, want %q", tt.f, got, tt.want)
+		}
+	}
+}
+
+// Reading several sources at once gives what reading them one by one gives,
+// in the order asked: peripheral files read together (one of them with a
+// path that sorts before a directory's files it follows in discovery
+// order), an events store read alone between them, and the filters.
+func TestEachStorylineOfIsEachStorylineInTurn(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"a.jsonl":     apiChatLine("a1") + "\n" + apiChatLine("a0") + "\n",
+		"a/x.jsonl":   apiChatLine("x1") + "\n",
+		"b.jsonl":     apiChatLine("b1") + "\n" + apiChatLine("b2") + "\n" + apiChatLine("a1") + "\n",
+		"c/d/e.jsonl": apiChatLine("e1") + "\n",
+	})
+	apiAppendEvents(t, filepath.Join(root, "live", events.DirName), "l1", "l2")
+	snap, reader := apiSnapshot(t, root)
+	var files []string
+	for _, src := range snap.Datasets[0].Sources {
+		files = append(files, src.File)
+	}
+	if !slices.Contains(files, "live/events.lance") || len(files) != 5 {
+		t.Fatalf("sources: %v", files)
+	}
+	ctx := context.Background()
+	for _, f := range []StorylineFilter{{}, {Sessions: []string{"a1", "l2", "e1"}}, {RunID: "b2"}} {
+		var want, got []string
+		for _, file := range files {
+			err := reader.EachStoryline(ctx, "prod", file, f, func(sl *model.Storyline) error {
+				b, err := json.Marshal(sl)
+				want = append(want, file+" "+string(b))
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := reader.EachStorylineOf(ctx, "prod", files, f, func(file string, sl *model.Storyline) error {
+			b, err := json.Marshal(sl)
+			got = append(got, file+" "+string(b))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%+v: together\n%s\none by one\n%s", f, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -144,5 +145,62 @@ func TestLeanServedFromWholeEntry(t *testing.T) {
 	again, st := run(leanSQL)
 	if again != got || first.Stored == 0 || st.Stored != first.Stored || st.Hits != first.Hits+4 {
 		t.Fatalf("want the lean entries the first lean query kept to serve the second (%s, want %s): %+v (after the first %+v)", again, got, st, first)
+	}
+}
+
+// Sources read one at a time (an export, a server's Storyline pages) leave
+// an entry each; a query over many of them then normalizes them again as
+// one batch instead of linking and scanning a small file per source, and
+// the next query is served by that batch.
+func TestManySmallEntriesOfOneSourceBecomeABatch(t *testing.T) {
+	const n = 80 // at least catalog's batchLookupSources
+	root := fixture(t, n)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept
+	opts := catalog.DefaultOptions()
+	opts.CacheDir = t.TempDir()
+	build := func() *catalog.Snapshot {
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { snap.Close() })
+		return snap
+	}
+	snap := build()
+	reader := NewReader(snap, LimitsFrom(snap.Options))
+	for _, src := range snap.Datasets[0].Sources {
+		if err := reader.EachStoryline(context.Background(), catalog.DefaultAlias, src.File, StorylineFilter{}, func(*model.Storyline) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader.Close()
+	stored := testutil.CacheStats(t, opts.CacheDir).Stored
+
+	for round := range 2 {
+		snap := build()
+		e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+		if got := mustQuery(t, e, "SELECT count(*) FROM runs").Rows[0][0]; got != int64(2*n) {
+			t.Fatalf("round %d: %v runs, want %d", round, got, 2*n)
+		}
+		e.Close()
+		files := map[string]bool{}
+		for _, src := range snap.Datasets[0].Sources {
+			res, err := src.Resolve(context.Background(), catalog.LeanPart(model.RelRuns)) // what the count read
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range res.Files[model.RelRuns] {
+				files[f] = true
+			}
+		}
+		if len(files) > snap.Options.MaxConcurrentSources {
+			t.Fatalf("round %d: the runs of %d sources are in %d files", round, n, len(files))
+		}
+		// The first round keeps its batch; the second is served by it.
+		st := testutil.CacheStats(t, opts.CacheDir)
+		if round == 0 && st.Stored == stored || round == 1 && st.Stored != stored {
+			t.Fatalf("round %d: %d entries stored in all, %d before", round, st.Stored, stored)
+		}
+		stored = st.Stored
 	}
 }

@@ -152,6 +152,38 @@ func TestWantChoosesTheEntry(t *testing.T) {
 	}
 }
 
+// A batch lookup passes over a small entry of one source, which a batch
+// normalizes again more cheaply than it links, and takes any other: a large
+// entry of one source, an entry shared by several, and a shared one over a
+// small one of the same source.
+func TestBatchPassesOverSmallEntriesOfOneSource(t *testing.T) {
+	c := newCache(t, 1<<30)
+	kSmall, kLarge, kShared, kBoth := c.Key("small"), c.Key("large"), c.Key("shared"), c.Key("both")
+	small, large := relFiles(t, "small", 100), relFiles(t, "large", smallEntryBytes/3+1)
+	shared, bothSolo := relFiles(t, "shared", 100), relFiles(t, "both", 100)
+	store(t, c, []Member{{Key: kSmall, File: "small"}}, []string{"small"}, small)
+	store(t, c, []Member{{Key: kLarge, File: "large"}}, []string{"large"}, large)
+	store(t, c, []Member{{Key: kBoth, File: "both"}}, []string{"both"}, bothSolo)
+	store(t, c, []Member{{Key: kShared, File: "shared"}, {Key: kBoth, File: "both"}}, []string{"shared", "both"}, shared)
+	s := c.session(t)
+	hits := s.Lookup([]Key{kSmall, kLarge, kShared, kBoth}, Batch)
+	if hits[0] != nil {
+		t.Fatalf("a small entry of one source was served to a batch: %+v", hits[0])
+	}
+	for i, files := range []map[string]string{nil, large, shared, shared} {
+		if i == 0 {
+			continue
+		}
+		if hits[i] == nil {
+			t.Fatalf("key %d: miss", i)
+		}
+		sameContent(t, hits[i], files)
+	}
+	if h := s.Lookup([]Key{kSmall}, Largest)[0]; h == nil {
+		t.Fatal("Largest passed over the small entry too")
+	}
+}
+
 // TestCorruptEntryIsNeverServed damages a stored entry in every way a crash,
 // a full disk or a stray write could and checks that the lookup misses,
 // removes the entry and counts it, and that a rebuild is then served.

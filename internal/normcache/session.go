@@ -23,7 +23,18 @@ const (
 	// Largest takes the entry with the most members first: sources
 	// resolved together then share the fewest file sets.
 	Largest
+	// Batch is Largest for many sources resolved together, which passes
+	// over a small entry that holds one source alone (an export or a
+	// Storyline page left one per source): linking and scanning thousands
+	// of those cost ten times what normalizing the files again does, and
+	// the batch that does it is kept as one entry, which the next lookup
+	// takes.
+	Batch
 )
+
+// smallEntryBytes is the size of the files of an entry below which Batch
+// passes over an entry of one source.
+const smallEntryBytes = 256 << 10
 
 // Hit is a source found in the cache, its files linked into the session's
 // directory. Hits from one entry share its Files, Dir and Owners.
@@ -184,11 +195,14 @@ func (s *Session) lookup(k Key, ids []string, want Want) *Hit {
 		if want == Own && !alone(m, mb) {
 			continue
 		}
+		if want == Batch && len(m.Members) == 1 && m.bytes() < smallEntryBytes {
+			continue
+		}
 		cs = append(cs, cand{e, id, mb})
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
 		a, b := cs[i].e.m, cs[j].e.m
-		if want == Largest {
+		if want == Largest || want == Batch {
 			return len(a.Members) > len(b.Members)
 		}
 		return len(a.Owners) < len(b.Owners)

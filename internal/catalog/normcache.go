@@ -266,12 +266,8 @@ type cacheClaim struct {
 	cacheable bool
 }
 
-// batchLookupSources is the number of sources from which a batch passes
-// over their small entries of one source each (normcache.Batch).
-const batchLookupSources = 64
-
 // fromCache serves relations of sources claimed by a batch from verified
-// entries (Largest: sources resolved together share the fewest file sets),
+// entries (Batch: sources resolved together share the fewest file sets),
 // setting their cells, whose locks the caller holds. It looks them all up
 // at once: the index is read once, not once per source.
 func (snap *Snapshot) fromCache(claims []cacheClaim) {
@@ -301,11 +297,7 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 	if len(keys) == 0 {
 		return
 	}
-	want := normcache.Largest
-	if len(srcs) >= batchLookupSources {
-		want = normcache.Batch
-	}
-	hits := lookupParts(c, want, srcs, parts, keys)
+	hits := lookupParts(c, normcache.Batch, srcs, parts, keys)
 	for i := 0; i < len(keys); {
 		cl := &claims[of[i]]
 		rels, relKeys := cl.missing, cl.keys

@@ -153,7 +153,7 @@ func TestLeanServedFromWholeEntry(t *testing.T) {
 // one batch instead of linking and scanning a small file per source, and
 // the next query is served by that batch.
 func TestManySmallEntriesOfOneSourceBecomeABatch(t *testing.T) {
-	const n = 80 // at least catalog's batchLookupSources
+	const n = 80 // at least normcache's smallEntriesMin
 	root := fixture(t, n)
 	time.Sleep(2100 * time.Millisecond) // younger files are not kept
 	opts := catalog.DefaultOptions()

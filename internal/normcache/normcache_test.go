@@ -152,35 +152,42 @@ func TestWantChoosesTheEntry(t *testing.T) {
 	}
 }
 
-// A batch lookup passes over a small entry of one source, which a batch
-// normalizes again more cheaply than it links, and takes any other: a large
-// entry of one source, an entry shared by several, and a shared one over a
-// small one of the same source.
-func TestBatchPassesOverSmallEntriesOfOneSource(t *testing.T) {
+// A batch lookup in which many keys would each take a small entry of its
+// own passes over those (a batch normalizes them again more cheaply than it
+// links them) and takes any other: a large entry of one source, an entry
+// shared by several, a shared one over a small one of the same source. A
+// few small entries are taken.
+func TestBatchPassesOverManySmallEntriesOfOneSource(t *testing.T) {
 	c := newCache(t, 1<<30)
-	kSmall, kLarge, kShared, kBoth := c.Key("small"), c.Key("large"), c.Key("shared"), c.Key("both")
-	small, large := relFiles(t, "small", 100), relFiles(t, "large", smallEntryBytes/3+1)
-	shared, bothSolo := relFiles(t, "shared", 100), relFiles(t, "both", 100)
-	store(t, c, []Member{{Key: kSmall, File: "small"}}, []string{"small"}, small)
+	var smallKeys []Key
+	for i := range smallEntriesMin {
+		k := c.Key(fmt.Sprint("small", i))
+		smallKeys = append(smallKeys, k)
+		store(t, c, []Member{{Key: k, File: fmt.Sprint("small", i)}}, []string{fmt.Sprint("small", i)}, relFiles(t, fmt.Sprint("small", i), 100))
+	}
+	kLarge, kShared, kBoth := c.Key("large"), c.Key("shared"), c.Key("both")
+	large, shared := relFiles(t, "large", smallEntryBytes/3+1), relFiles(t, "shared", 100)
 	store(t, c, []Member{{Key: kLarge, File: "large"}}, []string{"large"}, large)
-	store(t, c, []Member{{Key: kBoth, File: "both"}}, []string{"both"}, bothSolo)
+	store(t, c, []Member{{Key: kBoth, File: "both"}}, []string{"both"}, relFiles(t, "both", 100))
 	store(t, c, []Member{{Key: kShared, File: "shared"}, {Key: kBoth, File: "both"}}, []string{"shared", "both"}, shared)
 	s := c.session(t)
-	hits := s.Lookup([]Key{kSmall, kLarge, kShared, kBoth}, Batch)
-	if hits[0] != nil {
-		t.Fatalf("a small entry of one source was served to a batch: %+v", hits[0])
-	}
-	for i, files := range []map[string]string{nil, large, shared, shared} {
-		if i == 0 {
-			continue
-		}
+	hits := s.Lookup(append([]Key{kLarge, kShared, kBoth}, smallKeys...), Batch)
+	for i, files := range []map[string]string{large, shared, shared} {
 		if hits[i] == nil {
 			t.Fatalf("key %d: miss", i)
 		}
 		sameContent(t, hits[i], files)
 	}
-	if h := s.Lookup([]Key{kSmall}, Largest)[0]; h == nil {
-		t.Fatal("Largest passed over the small entry too")
+	for i, h := range hits[3:] {
+		if h != nil {
+			t.Fatalf("small entry %d of %d was served to a batch: %+v", i, smallEntriesMin, h)
+		}
+	}
+	few := s.Lookup(append([]Key{kLarge}, smallKeys[:3]...), Batch)
+	for i, h := range few {
+		if h == nil {
+			t.Fatalf("a batch with %d small entries missed key %d", 3, i)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -23,18 +24,24 @@ const (
 	// Largest takes the entry with the most members first: sources
 	// resolved together then share the fewest file sets.
 	Largest
-	// Batch is Largest for many sources resolved together, which passes
-	// over a small entry that holds one source alone (an export or a
-	// Storyline page left one per source): linking and scanning thousands
-	// of those cost ten times what normalizing the files again does, and
-	// the batch that does it is kept as one entry, which the next lookup
-	// takes.
+	// Batch is Largest for sources resolved together, except that when
+	// many of them would each be served by a small entry of its own (an
+	// export or Storyline pages leave one per source), those miss:
+	// linking and scanning thousands of small files cost ten times what
+	// normalizing them again in one batch does, and that batch is kept as
+	// one entry, which the next lookup takes. A few such entries among
+	// larger ones are taken, so a source that a batch happened to leave
+	// alone in an entry is not normalized again and again.
 	Batch
 )
 
-// smallEntryBytes is the size of the files of an entry below which Batch
-// passes over an entry of one source.
-const smallEntryBytes = 256 << 10
+// A small entry of one source is one whose files are smaller than
+// smallEntryBytes; Batch passes over them when at least smallEntriesMin
+// keys of a lookup would take one.
+const (
+	smallEntryBytes = 256 << 10
+	smallEntriesMin = 64
+)
 
 // Hit is a source found in the cache, its files linked into the session's
 // directory. Hits from one entry share its Files, Dir and Owners.
@@ -137,9 +144,20 @@ func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
 		if len(keys) == 0 {
 			break
 		}
-		cands := s.c.candidates(keys)
+		ids := s.c.candidates(keys)
+		cands := make([][]cand, len(keys))
+		small := 0
 		for j, k := range keys {
-			hits[at[j]] = s.lookup(k, cands[j], want)
+			cands[j] = s.choose(k, ids[j], want)
+			if len(cands[j]) > 0 && cands[j][0].small() {
+				small++
+			}
+		}
+		for j := range keys {
+			if want == Batch && small >= smallEntriesMin {
+				cands[j] = slices.DeleteFunc(cands[j], cand.small)
+			}
+			hits[at[j]] = s.take(cands[j])
 		}
 	}
 	s.mu.Lock()
@@ -170,12 +188,19 @@ func (c *Cache) candidates(keys []Key) [][]string {
 	return out
 }
 
-func (s *Session) lookup(k Key, ids []string, want Want) *Hit {
-	type cand struct {
-		e  *sessionEntry
-		id string
-		mb Member
-	}
+// cand is an entry that holds a key's member.
+type cand struct {
+	e  *sessionEntry
+	id string
+	mb Member
+}
+
+// small reports whether the entry is a small one of one source.
+func (c cand) small() bool { return len(c.e.m.Members) == 1 && c.e.m.bytes() < smallEntryBytes }
+
+// choose returns the verified entries that may serve key k as want says,
+// in the order to try them.
+func (s *Session) choose(k Key, ids []string, want Want) []cand {
 	var cs []cand
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -195,9 +220,6 @@ func (s *Session) lookup(k Key, ids []string, want Want) *Hit {
 		if want == Own && !alone(m, mb) {
 			continue
 		}
-		if want == Batch && len(m.Members) == 1 && m.bytes() < smallEntryBytes {
-			continue
-		}
 		cs = append(cs, cand{e, id, mb})
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
@@ -207,6 +229,11 @@ func (s *Session) lookup(k Key, ids []string, want Want) *Hit {
 		}
 		return len(a.Owners) < len(b.Owners)
 	})
+	return cs
+}
+
+// take links the first of cs whose files verify, or returns nil.
+func (s *Session) take(cs []cand) *Hit {
 	for _, c := range cs {
 		files, ok := s.link(c.id, c.e)
 		if !ok {

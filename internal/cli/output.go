@@ -34,8 +34,7 @@ func validFormat(f string) error {
 // Values are any JSON-encodable Go value; nil prints as NULL in a table and
 // as an empty field in CSV.
 type rowWriter struct {
-	out     *bufio.Writer // w, buffered: a write per row or cell was a system call each
-	w       io.Writer
+	w       *bufio.Writer // the output, buffered: a write per row or cell was a system call each
 	format  string
 	columns []string
 	tw      *tabwriter.Writer
@@ -44,18 +43,16 @@ type rowWriter struct {
 }
 
 func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
-	out := bufio.NewWriterSize(w, 64<<10)
-	rw := &rowWriter{out: out, w: out, format: format, columns: columns}
-	w = out
+	rw := &rowWriter{w: bufio.NewWriterSize(w, 64<<10), format: format, columns: columns}
 	switch format {
 	case fmtTable:
-		rw.tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		rw.tw = tabwriter.NewWriter(rw.w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(rw.tw, strings.Join(columns, "\t"))
 	case fmtCSV:
-		rw.cw = csv.NewWriter(w)
+		rw.cw = csv.NewWriter(rw.w)
 		rw.cw.Write(columns)
 	case fmtJSON:
-		io.WriteString(w, "[")
+		rw.w.WriteString("[")
 	}
 	return rw
 }
@@ -112,7 +109,7 @@ func (rw *rowWriter) Close() error {
 		}
 		_, err = io.WriteString(rw.w, "]\n")
 	}
-	return errors.Join(err, rw.out.Flush())
+	return errors.Join(err, rw.w.Flush())
 }
 
 // marshalRow encodes a row as a JSON object with keys in column order.

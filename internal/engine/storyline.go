@@ -206,8 +206,7 @@ func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []st
 	// The sources read together, by the schema version of their files
 	// (columns a version lacks read as NULL for all files of a scan).
 	together := map[int]*catalog.Resolved{}
-	held := map[string][]*model.Storyline{}
-	alone := map[string]bool{}
+	held := map[string][]*model.Storyline{} // by source read together
 	resolved, err := r.resolveAll(ctx, dataset, files)
 	if err != nil {
 		return err
@@ -215,8 +214,7 @@ func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []st
 	for i, file := range files {
 		src, res := resolved[i].src, resolved[i].res
 		if src.Kind != catalog.KindFile || res.Owners != nil {
-			alone[file] = true
-			continue
+			continue // read alone, at its turn
 		}
 		held[file] = nil
 		all := together[res.SchemaVersion]
@@ -242,7 +240,7 @@ func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []st
 		}
 	}
 	for _, file := range files {
-		if alone[file] {
+		if _, ok := held[file]; !ok { // read alone
 			if err := r.EachStoryline(ctx, dataset, file, f, func(sl *model.Storyline) error { return fn(file, sl) }); err != nil {
 				return err
 			}

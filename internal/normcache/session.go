@@ -153,8 +153,9 @@ func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
 				small++
 			}
 		}
+		passOver := want == Batch && small >= smallEntriesMin
 		for j := range keys {
-			if want == Batch && small >= smallEntriesMin {
+			if passOver {
 				cands[j] = slices.DeleteFunc(cands[j], cand.small)
 			}
 			hits[at[j]] = s.take(cands[j])

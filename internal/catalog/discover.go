@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -275,6 +276,14 @@ func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 // add appends a source, escaping a _file_ that is not valid UTF-8, and pins
 // a store right away (see pinLocalStore); files are pinned by the walk's
 // workers.
+// sourceHeapBytes is about what a source costs the heap of the process that
+// holds it: its Source, pin and paths, and for a query its cache keys and
+// claims (a warm query over 50,000 one-conversation files kept 2 KB of live
+// heap per source). Many small sources are heap allocated before a byte of
+// them is read, so each found counts toward the huge-page reservation as
+// input does (docs/performance.md, "Many files, many rows").
+const sourceHeapBytes = 1 << 10
+
 func (d *discoverer) add(s *DiscoveredSource) error {
 	if !d.filter.Keep(s.File) {
 		return nil
@@ -290,6 +299,7 @@ func (d *discoverer) add(s *DiscoveredSource) error {
 		s.Err = pinLocalStore(s)
 	}
 	d.out = append(d.out, s)
+	hugeheap.Expect(sourceHeapBytes)
 	d.report()
 	return nil
 }

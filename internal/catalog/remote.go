@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
@@ -210,6 +211,7 @@ func (l *remoteLister) add(s *DiscoveredSource) error {
 		return &LimitError{Setting: "max_files", Limit: l.opts.MaxFiles, Root: l.root}
 	}
 	l.out = append(l.out, s)
+	hugeheap.Expect(sourceHeapBytes)
 	return nil
 }
 

@@ -4,45 +4,28 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/parallel"
 )
 
 // lineBatch is the number of JSONL lines decoded in parallel at a time.
 const lineBatch = 8192
 
-// parallel runs fn over [0, n) split into one contiguous chunk per CPU.
+// eventGrain is the fewest events or lines a CPU is given at once.
 // Per-event schema work (decoding, payload checks) is independent, so it
 // is spread over CPUs; the stream rules, which depend on order, are then
 // checked sequentially.
-func parallel(n int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/512))
-	if workers == 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+chunk, n))
-	}
-	wg.Wait()
-}
+const eventGrain = 512
 
 // checkAll runs canonical.Check on every event and returns the error of
 // the first invalid one, by index.
 func checkAll(events []model.Event) error {
 	errs := make([]error, len(events))
-	parallel(len(events), func(lo, hi int) {
+	parallel.Ranges(len(events), eventGrain, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			errs[i] = canonical.Check(&events[i])
 		}
@@ -110,7 +93,7 @@ func (tx *Tx) ReadFrom(ctx context.Context, r io.Reader, src format.Source) erro
 func (tx *Tx) addLines(ctx context.Context, src format.Source, lines []rawLine) error {
 	evs := make([]model.Event, len(lines))
 	errs := make([]error, len(lines))
-	parallel(len(lines), func(lo, hi int) {
+	parallel.Ranges(len(lines), eventGrain, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			evs[i], errs[i] = canonical.DecodeEvent(lines[i].text)
 		}

@@ -34,7 +34,8 @@ func (snap *Snapshot) ResolveCached(reqs []FileRequest) {
 // requests ask for; holding them makes concurrent Resolve calls for them
 // wait (single flight). unlock releases them.
 func claim(reqs []FileRequest) (claimed []cacheClaim, unlock func()) {
-	var held [][]int // the cells each claim holds
+	claimed = make([]cacheClaim, 0, len(reqs))
+	held := make([][]int, 0, len(reqs)) // the cells each claim holds
 	for _, r := range reqs {
 		s := r.Source
 		if _, ok := s.Revision.(*FileRevision); !ok || s.Err != nil {

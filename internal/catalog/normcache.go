@@ -10,6 +10,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/normcache"
 	"github.com/pchronicle/pchronicle/internal/objstore"
+	"github.com/pchronicle/pchronicle/internal/parallel"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -93,18 +94,24 @@ func (s *Source) cacheKeys(c *normcache.Session, parts []string) (keys []normcac
 // hit or nil per key. A lean part the cache has no entry of is served by
 // its relation's whole entry when there is one, which has every column.
 func lookupParts(c *normcache.Session, want normcache.Want, srcs []*Source, parts [][]string, keys []normcache.Key) []*normcache.Hit {
-	alts := make([][]normcache.Key, 0, len(keys))
-	for n, s := range srcs {
-		for _, p := range parts[n] {
-			alt := []normcache.Key{keys[len(alts)]}
-			if rel, lean := storyline.PartRelation(p); lean {
-				if k, ok := s.cacheKey(c, rel); ok {
-					alt = append(alt, k)
+	first := make([]int, len(srcs)) // index of each source's first key
+	for n := 1; n < len(srcs); n++ {
+		first[n] = first[n-1] + len(parts[n-1])
+	}
+	alts := make([][]normcache.Key, len(keys))
+	parallel.Ranges(len(srcs), 256, func(lo, hi int) { // a digest per lean part
+		for n := lo; n < hi; n++ {
+			for j, p := range parts[n] {
+				i := first[n] + j
+				alts[i] = []normcache.Key{keys[i]}
+				if rel, lean := storyline.PartRelation(p); lean {
+					if k, ok := srcs[n].cacheKey(c, rel); ok {
+						alts[i] = append(alts[i], k)
+					}
 				}
 			}
-			alts = append(alts, alt)
 		}
-	}
+	})
 	return c.LookupAny(alts, want)
 }
 
@@ -275,21 +282,26 @@ func (snap *Snapshot) fromCache(claims []cacheClaim) {
 	if c == nil {
 		return
 	}
+	// A key is a digest and the pin's re-check a stat: over thousands of
+	// sources, they run on every CPU.
+	unchanged := make([]bool, len(claims))
+	parallel.Ranges(len(claims), 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			cl := &claims[i]
+			cl.keys, cl.cacheable = cl.s.cacheKeys(c, cl.missing)
+			unchanged[i] = cl.cacheable && cl.s.unchanged()
+		}
+	})
 	var keys []normcache.Key
 	var of []int // claim of each key
 	var srcs []*Source
 	var parts [][]string
 	for i := range claims {
 		cl := &claims[i]
-		all, ok := cl.s.cacheKeys(c, cl.missing)
-		if !ok {
-			continue
-		}
-		cl.keys, cl.cacheable = all, true
-		if cl.s.unchanged() {
-			keys = append(keys, all...)
+		if unchanged[i] {
+			keys = append(keys, cl.keys...)
 			srcs, parts = append(srcs, cl.s), append(parts, cl.missing)
-			for range all {
+			for range cl.keys {
 				of = append(of, i)
 			}
 		}

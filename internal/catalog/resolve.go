@@ -146,7 +146,7 @@ func LeanPart(relation string) string { return storyline.Lean(relation) }
 // indexes and the parts not resolved yet.
 func (cs *relCells) lock(parts []string) (held []int, missing []string) {
 	for i, p := range storyline.Parts {
-		if slices.Contains(parts, p) || slices.Contains(parts, storyline.Lean(p)) {
+		if slices.ContainsFunc(parts, func(q string) bool { rel, _ := storyline.PartRelation(q); return q == p || rel == p }) {
 			held = append(held, i)
 		}
 	}

@@ -111,3 +111,37 @@ func FuzzStringEnd(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeStrict(t *testing.T) {
+	type doc struct {
+		A int    `json:"a"`
+		B string `json:"b"`
+	}
+	for _, c := range []struct {
+		in, err string
+		want    doc
+	}{
+		{in: `{"a":1,"b":"x"}`, want: doc{A: 1, B: "x"}},
+		{in: "{\"a\":1}\n", want: doc{A: 1}},
+		{in: `{"a":1,"a":2}`, want: doc{A: 2}},
+		{in: `{"a":1,"c":2}`, err: `json: unknown field "c"`},
+		{in: `{"a":1} {"a":2}`, err: "trailing data after the JSON value"},
+		{in: `{"a":1} x`, err: "trailing data after the JSON value"},
+		{in: `{"a":1`, err: "unexpected EOF"},
+		{in: ``, err: "EOF"},
+		{in: `{"a":"1"}`, err: "json: cannot unmarshal string into Go struct field doc.a of type int"},
+		{in: `[1]`, err: "json: cannot unmarshal array into Go value of type jsonx.doc"},
+	} {
+		var got doc
+		err := DecodeStrict([]byte(c.in), &got)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+}

@@ -157,7 +157,19 @@ func (m *manifest) bytes() int64 {
 // manifest back verifies it.
 func entryID(manifestData []byte) string { return digest(manifestData)[:32] }
 
-var entryIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
+// isEntryID reports whether s has the form of an entry's id: 32 lowercase
+// hex digits.
+func isEntryID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // readManifest reads and verifies the manifest of entry id.
 func (c *Cache) readManifest(id string) (*manifest, error) {

@@ -63,10 +63,12 @@ func (c *Cache) refresh() map[Key][]string {
 	}
 	end := bytes.LastIndexByte(data, '\n') + 1 // a line still being appended waits for the next refresh
 	x.offset += int64(end)
-	for _, line := range strings.Split(string(data[:end]), "\n") {
+	for rest := string(data[:end]); rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		key, id, ok := strings.Cut(line, " ")
 		k, kok := parseKey(key)
-		if !ok || !kok || !entryIDPattern().MatchString(id) {
+		if !ok || !kok || !isEntryID(id) {
 			continue // a damaged line: ignored
 		}
 		x.entries[k] = append(x.entries[k], id)

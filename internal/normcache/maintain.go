@@ -59,7 +59,7 @@ func (c *Cache) listEntries() ([]entryInfo, int64) {
 	var out []entryInfo
 	var total int64
 	for _, de := range des {
-		if !de.IsDir() || !entryIDPattern().MatchString(de.Name()) {
+		if !de.IsDir() || !isEntryID(de.Name()) {
 			continue
 		}
 		fi, err := de.Info()

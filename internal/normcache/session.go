@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/pchronicle/pchronicle/internal/parallel"
 )
 
 // Want says which entries a lookup may answer with, when several hold the
@@ -145,6 +147,7 @@ func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
 			break
 		}
 		ids := s.c.candidates(keys)
+		s.loadManifests(ids)
 		cands := make([][]cand, len(keys))
 		small := 0
 		for j, k := range keys {
@@ -203,12 +206,10 @@ func (c cand) small() bool { return len(c.e.m.Members) == 1 && c.e.m.bytes() < s
 // in the order to try them.
 func (s *Session) choose(k Key, ids []string, want Want) []cand {
 	var cs []cand
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) { // a key has a few candidates
 			continue
 		}
-		seen[id] = true
 		e := s.entry(id)
 		m := s.manifest(id, e)
 		if m == nil {
@@ -266,6 +267,27 @@ func (s *Session) entry(id string) *sessionEntry {
 		s.entries[id] = e
 	}
 	return e
+}
+
+// loadManifests loads the manifests of the entries named in ids that this
+// session has not read yet, on every CPU: a lookup over thousands of
+// sources meets a few manifests of thousands of members each.
+func (s *Session) loadManifests(ids [][]string) {
+	var todo []string
+	seen := map[string]bool{}
+	for _, of := range ids {
+		for _, id := range of {
+			if !seen[id] {
+				seen[id] = true
+				todo = append(todo, id)
+			}
+		}
+	}
+	parallel.Ranges(len(todo), 1, func(lo, hi int) {
+		for _, id := range todo[lo:hi] {
+			s.manifest(id, s.entry(id))
+		}
+	})
 }
 
 // manifest loads and verifies the manifest of entry id once per session.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,8 +344,11 @@ func lineagePath(storeDir, uri string) string {
 // content.
 func snapshotID(s *Snapshot) string {
 	h := blake3.New()
-	field := func(v string) {
-		fmt.Fprintf(h, "%d:%s", len(v), v)
+	var n []byte
+	field := func(v string) { // "<len>:<v>", written without fmt: once per field of every source
+		n = append(strconv.AppendInt(n[:0], int64(len(v)), 10), ':')
+		h.Write(n)
+		h.WriteString(v)
 	}
 	for _, d := range s.Datasets {
 		field("dataset")

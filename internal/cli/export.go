@@ -15,6 +15,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/export"
 	"github.com/pchronicle/pchronicle/internal/fsx"
+	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
 
@@ -136,6 +137,15 @@ func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapsho
 			}
 		}
 	}
+	// Said before any of it is read, as a query's batch says its size: a
+	// huge-page reservation made later, once the heap has freed memory at
+	// its top, lands on it, and the runtime clears the whole reservation
+	// (docs/performance.md, "Huge pages for the heap").
+	var input int64
+	for _, j := range jobs {
+		input += j.src.Size
+	}
+	hugeheap.Expect(input)
 	bar := newProgress(stderr, int64(len(jobs)), "exporting sources", false)
 	filter := engine.StorylineFilter{Sessions: sel.sessions, RunID: sel.run}
 	reader := engine.NewReader(snap, engine.LimitsFrom(snap.Options))

@@ -204,3 +204,59 @@ func TestManySmallEntriesOfOneSourceBecomeABatch(t *testing.T) {
 		stored = st.Stored
 	}
 }
+
+// An export reads many small sources at a time (Reader.EachStorylineOf):
+// they are normalized as one batch, kept as the batch's entries rather
+// than three per source, and a later query or export is served by them.
+func TestEachStorylineOfResolvesItsFilesAsOneBatch(t *testing.T) {
+	const n = 40
+	root := fixture(t, n)
+	time.Sleep(2100 * time.Millisecond) // younger files are not kept
+	opts := catalog.DefaultOptions()
+	opts.CacheDir = t.TempDir()
+	build := func() (*catalog.Snapshot, []string) {
+		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: catalog.DefaultAlias, URI: root}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { snap.Close() })
+		var files []string
+		for _, src := range snap.Datasets[0].Sources {
+			files = append(files, src.File)
+		}
+		return snap, files
+	}
+	export := func() int {
+		snap, files := build()
+		reader := NewReader(snap, LimitsFrom(snap.Options))
+		defer reader.Close()
+		runs := 0
+		err := reader.EachStorylineOf(context.Background(), catalog.DefaultAlias, files, StorylineFilter{}, func(string, *model.Storyline) error {
+			runs++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runs
+	}
+	if runs := export(); runs != 2*n {
+		t.Fatalf("%d Storylines read, want %d", runs, 2*n)
+	}
+	stored := testutil.CacheStats(t, opts.CacheDir).Stored
+	if most := int64(3 * opts.MaxConcurrentSources); stored == 0 || stored > most {
+		t.Fatalf("%d entries stored for %d sources, want at most %d (a batch's, one per relation and worker)", stored, n, most)
+	}
+	snap, _ := build()
+	e := New(snap, parser, Config{Positional: true, Limits: LimitsFrom(snap.Options)})
+	defer e.Close()
+	if got := mustQuery(t, e, "SELECT count(*) FROM steps").Rows[0][0]; got == int64(0) {
+		t.Fatal("no steps")
+	}
+	if runs := export(); runs != 2*n {
+		t.Fatalf("again: %d Storylines read, want %d", runs, 2*n)
+	}
+	if st := testutil.CacheStats(t, opts.CacheDir); st.Stored != stored {
+		t.Fatalf("a query and a second export stored %d entries more: the export's batch did not serve them", st.Stored-stored)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,25 +119,37 @@ func (r *Reader) sourceFiles(ctx context.Context, dataset, file string) (*catalo
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	// The source's own files, all three relations in one resolution:
-	// reading one source out of a large shared batch would scan every
-	// other source's rows too.
-	rels, err := src.ResolveSolo(documentBudget(ctx, r.snap.Options), model.RelRuns, model.RelSteps, model.RelToolCalls)
+	// The source's own files: reading one source out of a large shared
+	// batch would scan every other source's rows too.
+	res, err := resolveStorylines(documentBudget(ctx, r.snap.Options), src, src.ResolveSolo)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
+	if res.Owners != nil {
+		return src, res, "_file_ = ?", []any{src.File}, nil
+	}
+	return src, res, "true", nil, nil
+}
+
+// storylineRelations are the relations a Storyline is read from.
+var storylineRelations = []string{model.RelRuns, model.RelSteps, model.RelToolCalls}
+
+// resolveStorylines resolves the three relations of src with resolve (one
+// resolution) and returns their files as one Resolved.
+func resolveStorylines(ctx context.Context, src *catalog.Source, resolve func(context.Context, ...string) ([]*catalog.Resolved, error)) (*catalog.Resolved, error) {
+	rels, err := resolve(ctx, storylineRelations...)
+	if err != nil {
+		return nil, err
+	}
 	res := *rels[0]
 	res.Files = map[string][]string{}
-	for i, rel := range []string{model.RelRuns, model.RelSteps, model.RelToolCalls} {
+	for i, rel := range storylineRelations {
 		res.Files[rel] = rels[i].Files[rel]
 		if rels[i].Owners != nil {
 			res.Owners = rels[i].Owners
 		}
 	}
-	if res.Owners != nil {
-		return src, &res, "_file_ = ?", []any{src.File}, nil
-	}
-	return src, &res, "true", nil, nil
+	return &res, nil
 }
 
 // LoadStoryline reads exactly one Storyline — its runs, steps and tool_calls
@@ -191,15 +204,20 @@ func (r *Reader) EachStoryline(ctx context.Context, dataset, file string, f Stor
 }
 
 // EachStorylineOf is EachStoryline over several sources of a Dataset, in
-// the order given, with fn told each Storyline's source. The Storylines of
-// peripheral files, whose rows carry their source's _file_, are read with
-// one query per relation for all of them and held until their turn: a query
-// per relation and source was most of an export of many small files (three
-// of ~2 ms each for a 50-byte file). Store sources are read one by one.
-// The caller bounds what is held by how many sources, and how large, it
-// passes at once.
+// the order given, with fn told each Storyline's source. The peripheral
+// files among them are resolved together, as a query resolves its sources
+// (normalized as one batch into shared files, or served by the cache's
+// entries of an earlier batch), and their Storylines read with one query per
+// relation, filtered by _file_, and held until their turn: a resolution and
+// three queries per source were most of an export of many small files.
+// Store sources are read one by one. The caller bounds what is held by how
+// many sources, and how large, it passes at once.
 func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []string, f StorylineFilter, fn func(file string, sl *model.Storyline) error) error {
 	db, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	resolved, err := r.resolveAll(ctx, dataset, files)
 	if err != nil {
 		return err
 	}
@@ -207,26 +225,31 @@ func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []st
 	// (columns a version lacks read as NULL for all files of a scan).
 	together := map[int]*catalog.Resolved{}
 	held := map[string][]*model.Storyline{} // by source read together
-	resolved, err := r.resolveAll(ctx, dataset, files)
-	if err != nil {
-		return err
-	}
+	where, args := f.where()
+	var own []any
 	for i, file := range files {
 		src, res := resolved[i].src, resolved[i].res
-		if src.Kind != catalog.KindFile || res.Owners != nil {
+		if src.Kind != catalog.KindFile {
 			continue // read alone, at its turn
 		}
-		held[file] = nil
+		held[file], own = nil, append(own, file)
 		all := together[res.SchemaVersion]
 		if all == nil {
 			all = &catalog.Resolved{Files: map[string][]string{}, SchemaVersion: res.SchemaVersion}
 			together[res.SchemaVersion] = all
 		}
 		for rel, fs := range res.Files {
-			all.Files[rel] = append(all.Files[rel], fs...)
+			for _, name := range fs { // a shared file once
+				if !slices.Contains(all.Files[rel], name) {
+					all.Files[rel] = append(all.Files[rel], name)
+				}
+			}
 		}
 	}
-	where, args := f.where()
+	if len(own) > 0 {
+		where += " AND _file_ IN (?" + strings.Repeat(", ?", len(own)-1) + ")"
+		args = append(args, own...)
+	}
 	for _, res := range together {
 		err := readStorylines(ctx, db, res, where, args, true, "sources of "+dataset, func(sl *model.Storyline) error {
 			if _, ok := held[sl.Run.File]; !ok {
@@ -256,18 +279,38 @@ func (r *Reader) EachStorylineOf(ctx context.Context, dataset string, files []st
 	return nil
 }
 
-// resolveAll resolves the sources of files (sourceFiles), as many at once
-// as a query would: resolving one is mostly waiting for the file system
-// (a cache hit links its files), so one at a time was most of an export.
+// resolveAll resolves the file sources among files (sources of other kinds
+// are read alone): the local ones in one batch (Snapshot.ResolveFiles), then
+// each as many at once as a query would, which for a local one is taking
+// the batch's result and for an object downloading it.
 func (r *Reader) resolveAll(ctx context.Context, dataset string, files []string) ([]sourceRes, error) {
+	ctx = documentBudget(ctx, r.snap.Options)
 	out := make([]sourceRes, len(files))
+	var reqs []catalog.FileRequest
+	for i, file := range files {
+		src, err := r.snap.LookupSource(dataset, file)
+		if err != nil {
+			return nil, err
+		}
+		out[i].src = src
+		if src.Kind == catalog.KindFile {
+			reqs = append(reqs, catalog.FileRequest{Source: src, Relations: storylineRelations})
+		}
+	}
+	if len(reqs) > 1 {
+		if err := r.snap.ResolveFiles(ctx, reqs); err != nil && ctx.Err() != nil {
+			return nil, err // other errors are the sources', reported below
+		}
+	}
 	errs := make([]error, len(files))
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for range min(r.snap.Options.MaxConcurrentSources, len(files)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(files) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				out[i].src, out[i].res, _, _, errs[i] = r.sourceFiles(ctx, dataset, files[i])
+				if src := out[i].src; src.Kind == catalog.KindFile {
+					out[i].res, errs[i] = resolveStorylines(ctx, src, src.ResolveRelations)
+				}
 			}
 		})
 	}

@@ -33,7 +33,10 @@ var probe *[64]byte
 // never be what runs out of it, nor in one whose heap has already grown
 // past largeHeap: the reservation could then take memory the heap used
 // before, which the runtime clears, touching every page. Untouched, the
-// reservation costs address space, not memory.
+// reservation costs address space, not memory. A small heap that has freed
+// pages at its top risks the same (an allocation starting on them is
+// cleared whole), which is why callers say their input before reading it:
+// the reservation then comes while the heap is young.
 func reserve() bool {
 	setting, err := os.ReadFile(thpSetting)
 	if err != nil || !bytes.Contains(setting, []byte("[madvise]")) || capped() || heapMapped() > largeHeap {

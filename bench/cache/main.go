@@ -9,11 +9,13 @@
 //     same SQL.
 //
 // The corpus is copies of the real Codex rollout in ../shared/samples, each
-// with its own session id. Every measurement is a new process (DuckDB in a
+// with its own session id; with -small N, also N one-conversation chat
+// files in directories of 1,000, where the Snapshot's sources rather than
+// their bytes are the work. Every measurement is a new process (DuckDB in a
 // child of this program, with the same threads); the sides alternate and
 // medians are compared, because the machine is shared.
 //
-//	go run ./bench/cache [-copies 500] [-rounds 7]
+//	go run ./bench/cache [-copies 500] [-rounds 7] [-small 50000]
 package main
 
 import (
@@ -39,6 +41,7 @@ var (
 	threads = flag.Int("threads", runtime.NumCPU(), "threads of every side")
 	work    = flag.String("dir", filepath.Join(os.TempDir(), "pchronicle-bench-cache"), "work directory (the corpus is reused)")
 	sample  = flag.String("sample", "../shared/samples/openai/codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "the Codex rollout to copy")
+	small   = flag.Int("small", 0, "also measure a corpus of this many one-conversation chat files (0: none)")
 	child   = flag.String("child", "", "internal: run SQL in DuckDB and print the rows")
 )
 
@@ -46,15 +49,17 @@ var (
 const sampleSession = "019c8a4d-8f45-7010-8b5d-7fad920aa6f9"
 
 // shape is one query: ours over the Dataset, DuckDB's nearest equivalent
-// over the raw JSON lines, and ours again over the normalized Parquet of
-// relation.
+// over the raw JSON lines (%s: the files' glob), and ours again over the
+// normalized Parquet of relation. A count must equal DuckDB's.
 type shape struct {
 	name, ours, json, relation string
+	count                      bool
 }
 
-var shapes = []shape{
+var codexShapes = []shape{
 	{
 		name:     "count(*) of tool_calls",
+		count:    true,
 		ours:     `SELECT count(*) FROM tool_calls`,
 		json:     `SELECT count(*) FROM read_json(%s, format='newline_delimited', columns={type: 'VARCHAR', payload: 'JSON'}) WHERE type = 'response_item' AND (payload->>'type') = 'function_call'`,
 		relation: "tool_calls",
@@ -68,6 +73,14 @@ var shapes = []shape{
 	},
 }
 
+var smallShapes = []shape{{
+	name:     "count(*) of runs",
+	count:    true,
+	ours:     `SELECT count(*) FROM runs`,
+	json:     `SELECT count(*) FROM read_json(%s, format='newline_delimited', columns={messages: 'JSON[]'})`,
+	relation: "runs",
+}}
+
 func main() {
 	flag.Parse()
 	if *child != "" {
@@ -75,67 +88,80 @@ func main() {
 		return
 	}
 	bin := build()
-	corpus := corpus()
 	cacheDir := filepath.Join(*work, "cache")
 	check(os.RemoveAll(cacheDir))
-	glob := "'" + filepath.Join(corpus, "*.jsonl") + "'"
+	codex := corpus()
 	fmt.Printf("corpus: %d copies of the Codex rollout, %.1f MB; %d threads; medians of %d whole processes, sides alternating\n\n",
-		*copies, float64(dirBytes(corpus))/1e6, *threads, *rounds)
+		*copies, float64(dirBytes(codex))/1e6, *threads, *rounds)
 	fmt.Println("| query | pchronicle, no cache | pchronicle, warm cache | DuckDB read_json, raw files | DuckDB read_parquet, normalized files | warm vs read_json | warm vs read_parquet |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var floor []time.Duration
-	for _, sh := range shapes {
-		query := func(sql string, extra ...string) []string {
-			return append([]string{"query", corpus, sql, "--format", "csv", "--threads", fmt.Sprint(*threads), "--cache-dir", cacheDir}, extra...)
+	for _, sh := range codexShapes {
+		floor = append(floor, measure(bin, cacheDir, codex, "'"+filepath.Join(codex, "*.jsonl")+"'", sh)...)
+	}
+	if *small > 0 {
+		dir := smallCorpus(*small)
+		fmt.Printf("| %d one-conversation chat files, %.1f MB: | | | | | | |\n", *small, float64(*small*len(smallLine(0)))/1e6)
+		for _, sh := range smallShapes {
+			measure(bin, cacheDir, dir, "'"+filepath.Join(dir, "*", "*.jsonl")+"'", sh)
 		}
-		// The first process normalizes and fills the cache; the rows of a
-		// warm one must be those of a process without the cache.
-		cold, _ := run(bin, query(sh.ours)...)
-		uncached, _ := run(bin, query(sh.ours, "--no-cache")...)
-		if cold != uncached {
-			panic(fmt.Sprintf("%s: with and without the cache the rows differ:\n%s\n%s", sh.name, cold, uncached))
-		}
-		parquet, err := filepath.Glob(filepath.Join(cacheDir, "*", "entries", "*", sh.relation+".parquet"))
-		check(err)
-		if len(parquet) == 0 {
-			panic("the first query kept nothing in the cache (are the corpus files older than two seconds?)")
-		}
-		files := "['" + strings.Join(parquet, "', '") + "']"
-		jsonSQL := fmt.Sprintf(sh.json, glob)
-		parquetSQL := strings.Replace(sh.ours, "FROM "+sh.relation, "FROM read_parquet("+files+")", 1)
-		if sh.relation == "tool_calls" {
-			want, _ := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
-			if got := strings.TrimPrefix(cold, "count_star()\n"); strings.TrimSpace(got) != strings.TrimSpace(want) {
-				panic(fmt.Sprintf("pchronicle counts %q tool calls, DuckDB %q function_call lines", got, want))
-			}
-		}
-		var none, ours, js, pq []time.Duration
-		for r := 0; r < *rounds; r++ {
-			sides := []func(){
-				func() { _, d := run(bin, query(sh.ours)...); ours = append(ours, d) },
-				func() { _, d := run(bin, query("SELECT 1")...); floor = append(floor, d) },
-				func() {
-					_, d := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
-					js = append(js, d)
-				},
-				func() {
-					_, d := run(os.Args[0], "-child", parquetSQL, "-threads", fmt.Sprint(*threads))
-					pq = append(pq, d)
-				},
-			}
-			if r < 3 { // each normalizes the whole corpus: fewer rounds
-				sides = append(sides, func() { _, d := run(bin, query(sh.ours, "--no-cache")...); none = append(none, d) })
-			}
-			for i := range sides {
-				sides[(i+r)%len(sides)]()
-			}
-		}
-		mn, mo, mj, mp := median(none), median(ours), median(js), median(pq)
-		fmt.Printf("| %s | %s | %s | %s | %s | **%.2f×** | **%.2f×** |\n", sh.name, ms(mn), ms(mo), ms(mj), ms(mp), float64(mo)/float64(mj), float64(mo)/float64(mp))
 	}
 	fmt.Printf("\nfloor: pchronicle query DIR \"SELECT 1\" (reads no source), median %s\n", ms(median(floor)))
 	stats, _ := run(bin, "cache", "stats", "--cache-dir", cacheDir, "--format", "csv")
 	fmt.Printf("\ncache:\n%s", stats)
+}
+
+// measure prints the row of one shape over the corpus in dir (glob: its
+// files, for DuckDB), and returns the times of "SELECT 1" it took beside.
+func measure(bin, cacheDir, dir, glob string, sh shape) (floor []time.Duration) {
+	query := func(sql string, extra ...string) []string {
+		return append([]string{"query", dir, sql, "--format", "csv", "--threads", fmt.Sprint(*threads), "--cache-dir", cacheDir}, extra...)
+	}
+	// The first process normalizes and fills the cache; the rows of a
+	// warm one must be those of a process without the cache.
+	cold, _ := run(bin, query(sh.ours)...)
+	uncached, _ := run(bin, query(sh.ours, "--no-cache")...)
+	if cold != uncached {
+		panic(fmt.Sprintf("%s: with and without the cache the rows differ:\n%s\n%s", sh.name, cold, uncached))
+	}
+	parquet, err := filepath.Glob(filepath.Join(cacheDir, "*", "entries", "*", sh.relation+".parquet"))
+	check(err)
+	if len(parquet) == 0 {
+		panic("the first query kept nothing in the cache (are the corpus files older than two seconds?)")
+	}
+	files := "['" + strings.Join(parquet, "', '") + "']"
+	jsonSQL := fmt.Sprintf(sh.json, glob)
+	parquetSQL := strings.Replace(sh.ours, "FROM "+sh.relation, "FROM read_parquet("+files+")", 1)
+	if sh.count {
+		want, _ := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
+		if got := strings.TrimPrefix(cold, "count_star()\n"); strings.TrimSpace(got) != strings.TrimSpace(want) {
+			panic(fmt.Sprintf("%s: pchronicle counts %q, DuckDB %q", sh.name, got, want))
+		}
+	}
+	var none, ours, js, pq []time.Duration
+	for r := 0; r < *rounds; r++ {
+		sides := []func(){
+			func() { _, d := run(bin, query(sh.ours)...); ours = append(ours, d) },
+			func() { _, d := run(bin, query("SELECT 1")...); floor = append(floor, d) },
+			func() {
+				_, d := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
+				js = append(js, d)
+			},
+			func() {
+				_, d := run(os.Args[0], "-child", parquetSQL, "-threads", fmt.Sprint(*threads))
+				pq = append(pq, d)
+			},
+		}
+		if r < 3 { // each normalizes the whole corpus: fewer rounds
+			sides = append(sides, func() { _, d := run(bin, query(sh.ours, "--no-cache")...); none = append(none, d) })
+		}
+		for i := range sides {
+			sides[(i+r)%len(sides)]()
+		}
+	}
+	mn, mo, mj, mp := median(none), median(ours), median(js), median(pq)
+	fmt.Printf("| %s | %s | %s | %s | %s | **%.2f×** | **%.2f×** |\n", sh.name, ms(mn), ms(mo), ms(mj), ms(mp), float64(mo)/float64(mj), float64(mo)/float64(mp))
+	return floor
 }
 
 // build compiles cmd/pchronicle into the work directory.
@@ -162,6 +188,33 @@ func corpus() string {
 			session := fmt.Sprintf("%s%012d", sampleSession[:len(sampleSession)-12], i)
 			body := bytes.ReplaceAll(data, []byte(sampleSession), []byte(session))
 			check(os.WriteFile(filepath.Join(dir, fmt.Sprintf("rollout-%s.jsonl", session)), body, 0o644))
+		}
+		check(os.WriteFile(done, nil, 0o644))
+	}
+	fi, err := os.Stat(done)
+	check(err)
+	time.Sleep(time.Until(fi.ModTime().Add(2500 * time.Millisecond)))
+	return dir
+}
+
+// smallLine is the one conversation of small file i.
+func smallLine(i int) string {
+	return fmt.Sprintf(`{"messages":[{"role":"user","content":"question %06d"},{"role":"assistant","content":"answer"}]}`+"\n", i)
+}
+
+// smallCorpus writes n one-conversation chat files in directories of 1,000
+// (reused when present), then waits as corpus does.
+func smallCorpus(n int) string {
+	dir := filepath.Join(*work, fmt.Sprintf("small-%d", n))
+	done := filepath.Join(dir, ".done")
+	if _, err := os.Stat(done); err != nil {
+		check(os.RemoveAll(dir))
+		for i := 0; i < n; i++ {
+			sub := filepath.Join(dir, fmt.Sprintf("d%03d", i/1000))
+			if i%1000 == 0 {
+				check(os.MkdirAll(sub, 0o755))
+			}
+			check(os.WriteFile(filepath.Join(sub, fmt.Sprintf("c%06d.jsonl", i)), []byte(smallLine(i)), 0o644))
 		}
 		check(os.WriteFile(done, nil, 0o644))
 	}

@@ -67,7 +67,10 @@ func (e *ErrSourceChanged) Error() string {
 
 // Check compares what fi says of a local file with its pin.
 func (r FileRevision) Check(file string, fi os.FileInfo) error {
-	seen := fileRevision(fi)
+	return r.check(file, fileRevision(fi))
+}
+
+func (r FileRevision) check(file string, seen FileRevision) error {
 	if seen.Size != r.Size || !seen.ModTime.Equal(r.ModTime) || seen.Dev != r.Dev || seen.Inode != r.Inode ||
 		!seen.ChangeTime.Equal(r.ChangeTime) {
 		return &ErrSourceChanged{File: file, Pinned: r, Seen: seen}

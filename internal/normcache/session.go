@@ -121,48 +121,42 @@ func (s *Session) Key(fields ...string) Key { return s.c.Key(fields...) }
 
 // Lookup returns, for each key, a verified hit or nil. A corrupt entry met
 // on the way is removed and the next candidate tried.
-func (s *Session) Lookup(keys []Key, want Want) []*Hit {
-	alts := make([][]Key, len(keys))
-	for i, k := range keys {
-		alts[i] = []Key{k}
-	}
-	return s.LookupAny(alts, want)
-}
+func (s *Session) Lookup(keys []Key, want Want) []*Hit { return s.LookupAny(keys, nil, want) }
 
-// LookupAny is Lookup for items that several keys can serve: for each, the
-// hit of its first key that has one, in order (later keys are looked up
-// only for the items the earlier ones miss), or nil; each item counts as
-// one hit or miss.
-func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
-	hits := make([]*Hit, len(alts))
-	for n := 0; ; n++ {
-		var keys []Key
-		var at []int
-		for i, ks := range alts {
-			if hits[i] == nil && n < len(ks) {
-				keys, at = append(keys, ks[n]), append(at, i)
+// LookupAny is Lookup for items that a second key can serve too: for each,
+// the hit of its key, or else of the key alt gives for it (ok false: none),
+// or nil; each item counts as one hit or miss. alt is called, on every CPU,
+// only for the items their keys miss: over thousands of sources that the
+// cache holds, computing every second key up front was a digest each for
+// nothing.
+func (s *Session) LookupAny(keys []Key, alt func(i int) (Key, bool), want Want) []*Hit {
+	hits := make([]*Hit, len(keys))
+	items := make([]int, len(keys))
+	for i := range items {
+		items[i] = i
+	}
+	s.lookupRound(keys, items, hits, want)
+	if alt != nil {
+		var missed []int
+		for i, h := range hits {
+			if h == nil {
+				missed = append(missed, i)
 			}
 		}
-		if len(keys) == 0 {
-			break
-		}
-		ids := s.c.candidates(keys)
-		s.loadManifests(ids)
-		cands := make([][]cand, len(keys))
-		small := 0
-		for j, k := range keys {
-			cands[j] = s.choose(k, ids[j], want)
-			if len(cands[j]) > 0 && cands[j][0].small() {
-				small++
+		alts, ok := make([]Key, len(missed)), make([]bool, len(missed))
+		parallel.Ranges(len(missed), 256, func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				alts[j], ok[j] = alt(missed[j])
+			}
+		})
+		var second []Key
+		var of []int
+		for j, i := range missed {
+			if ok[j] {
+				second, of = append(second, alts[j]), append(of, i)
 			}
 		}
-		passOver := want == Batch && small >= smallEntriesMin
-		for j := range keys {
-			if passOver {
-				cands[j] = slices.DeleteFunc(cands[j], cand.small)
-			}
-			hits[at[j]] = s.take(cands[j])
-		}
+		s.lookupRound(second, of, hits, want)
 	}
 	s.mu.Lock()
 	for _, h := range hits {
@@ -174,6 +168,30 @@ func (s *Session) LookupAny(alts [][]Key, want Want) []*Hit {
 	}
 	s.mu.Unlock()
 	return hits
+}
+
+// lookupRound sets hits[items[j]] to the hit of keys[j], or leaves it nil.
+func (s *Session) lookupRound(keys []Key, items []int, hits []*Hit, want Want) {
+	if len(keys) == 0 {
+		return
+	}
+	ids := s.c.candidates(keys)
+	s.loadManifests(ids)
+	cands := make([][]cand, len(keys))
+	small := 0
+	for j, k := range keys {
+		cands[j] = s.choose(k, ids[j], want)
+		if len(cands[j]) > 0 && cands[j][0].small() {
+			small++
+		}
+	}
+	passOver := want == Batch && small >= smallEntriesMin
+	for j := range keys {
+		if passOver {
+			cands[j] = slices.DeleteFunc(cands[j], cand.small)
+		}
+		hits[items[j]] = s.take(cands[j])
+	}
 }
 
 // candidates returns the entries the index names for each key, newest

@@ -200,10 +200,10 @@ func exportSnapshot(ctx context.Context, stderr io.Writer, snap *catalog.Snapsho
 	return n, nil
 }
 
-// An export reads up to exportChunkSources sources of at most
-// exportChunkBytes in all with one query per relation
-// (engine.Reader.EachStorylineOf): three queries per source were most of
-// the time of an export of many small files.
+// An export resolves up to exportChunkSources sources of at most
+// exportChunkBytes in all as one batch and reads them with one query per
+// relation (engine.Reader.EachStorylineOf): a resolution and three queries
+// per source were most of the time of an export of many small files.
 const (
 	exportChunkSources = 256
 	exportChunkBytes   = 16 << 20

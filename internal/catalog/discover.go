@@ -273,9 +273,6 @@ func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 	return f, all, nil
 }
 
-// add appends a source, escaping a _file_ that is not valid UTF-8, and pins
-// a store right away (see pinLocalStore); files are pinned by the walk's
-// workers.
 // sourceHeapBytes is about what a source costs the heap of the process that
 // holds it: its Source, pin and paths, and for a query its cache keys and
 // claims (a warm query over 50,000 one-conversation files kept 2 KB of live
@@ -284,6 +281,9 @@ func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
 // input does (docs/performance.md, "Many files, many rows").
 const sourceHeapBytes = 1 << 10
 
+// add appends a source, escaping a _file_ that is not valid UTF-8, and pins
+// a store right away (see pinLocalStore); files are pinned by the walk's
+// workers.
 func (d *discoverer) add(s *DiscoveredSource) error {
 	if !d.filter.Keep(s.File) {
 		return nil

@@ -146,12 +146,16 @@ type pinDirs struct {
 	dir  *os.File
 }
 
-func (p *pinDirs) unchanged(s *Source) bool {
+func (p *pinDirs) unchanged(s *Source) bool { return s.allLocalPins(p.check) }
+
+// allLocalPins reports whether ok holds for the source and its companion
+// that are pinned as local files.
+func (s *Source) allLocalPins(ok func(d *DiscoveredSource, rev *FileRevision) bool) bool {
 	for _, d := range []*DiscoveredSource{&s.DiscoveredSource, s.Companion} {
 		if d == nil {
 			continue
 		}
-		if rev, ok := d.Revision.(*FileRevision); ok && !p.check(d, rev) {
+		if rev, local := d.Revision.(*FileRevision); local && !ok(d, rev) {
 			return false
 		}
 	}
@@ -187,17 +191,9 @@ func (p *pinDirs) close() {
 // normalizing started.
 func (s *Source) settled(start time.Time) bool {
 	limit := start.Add(-racyWindow)
-	for _, d := range []*DiscoveredSource{&s.DiscoveredSource, s.Companion} {
-		if d == nil {
-			continue
-		}
-		if rev, ok := d.Revision.(*FileRevision); ok {
-			if !rev.ModTime.Before(limit) || (!rev.ChangeTime.IsZero() && !rev.ChangeTime.Before(limit)) {
-				return false
-			}
-		}
-	}
-	return true
+	return s.allLocalPins(func(_ *DiscoveredSource, rev *FileRevision) bool {
+		return rev.ModTime.Before(limit) && (rev.ChangeTime.IsZero() || rev.ChangeTime.Before(limit))
+	})
 }
 
 // cached resolves relations of a peripheral file source alone through the

@@ -424,27 +424,31 @@ func (e *Engine) resolve(ctx context.Context, p *plan) error {
 			jobs = append(jobs, job{rp, i})
 		}
 	}
-	// A fixed set of workers rather than a goroutine per source: a repeated
-	// query over thousands of already resolved sources is then only map
-	// lookups.
 	errs := make([]error, len(jobs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(e.snap.Options.MaxConcurrentSources, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := int(next.Add(1)) - 1; n < len(jobs); n = int(next.Add(1)) - 1 {
-				j := jobs[n]
-				j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rp.part, j.rp.sessions)
-			}
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(jobs), e.snap.Options.MaxConcurrentSources, func(n int) {
+		j := jobs[n]
+		j.rp.resolved[j.i], errs[n] = j.rp.sources[j.i].ResolveSessions(ctx, j.rp.part, j.rp.sessions)
+	})
 	if err := errlist.Join(errs...); err != nil {
 		return err
 	}
 	return e.soloFew(ctx, p)
+}
+
+// eachAtOnce calls fn for every index of [0, n), at most workers at a time,
+// on a fixed set of goroutines rather than one per index: resolving
+// thousands of already resolved sources is then only map lookups.
+func eachAtOnce(n, workers int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // soloFew gives the sources a relation reads alone from a large shared

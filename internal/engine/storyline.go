@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -303,18 +302,11 @@ func (r *Reader) resolveAll(ctx context.Context, dataset string, files []string)
 		}
 	}
 	errs := make([]error, len(files))
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range min(r.snap.Options.MaxConcurrentSources, len(files)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(files) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				if src := out[i].src; src.Kind == catalog.KindFile {
-					out[i].res, errs[i] = resolveStorylines(ctx, src, src.ResolveRelations)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	eachAtOnce(len(files), r.snap.Options.MaxConcurrentSources, func(i int) {
+		if src := out[i].src; src.Kind == catalog.KindFile && ctx.Err() == nil {
+			out[i].res, errs[i] = resolveStorylines(ctx, src, src.ResolveRelations)
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -71,14 +71,8 @@ func discover(ctx context.Context, root string, opts Options, progress func(sour
 		}
 		return []*DiscoveredSource{fileSource(root, ".", fi)}, nil
 	}
-	if kind, ok := compositeKind(root); ok {
-		if kind == KindCompact {
-			if err := d.addCompact(root, "."); err != nil {
-				return nil, err
-			}
-			return d.out, nil
-		}
-		if err := d.add(storeSource(root, ".", kind)); err != nil {
+	if kind, ok := compositeKind(root, statRegular(root)); ok {
+		if err := d.addStore(root, ".", kind); err != nil {
 			return nil, err
 		}
 		return d.out, nil
@@ -131,13 +125,17 @@ func (d *discoverer) walkAndPin(root string) error {
 }
 
 func (d *discoverer) walk(dir, rel string) error {
-	if err := d.ctx.Err(); err != nil {
-		return err
-	}
 	f, entries, err := d.readDir(dir)
 	if err != nil {
 		return err
 	}
+	return d.walkListed(f, dir, rel, entries)
+}
+
+// walkListed walks the directory dir, open as f and listed as entries.
+// A subdirectory is listed before it is walked, and its listing tells
+// whether it is a store, without a stat per marker file.
+func (d *discoverer) walkListed(f *os.File, dir, rel string, entries []dirEntry) error {
 	files := &pinDir{f: f, path: dir}
 	defer files.send(d.pins)
 	var slab []DiscoveredSource // one allocation for the directory's file sources
@@ -152,22 +150,7 @@ func (d *discoverer) walk(dir, rel string) error {
 		childRel := relName(path, rel, name)
 		switch {
 		case typ.IsDir():
-			if kind, ok := compositeKind(path); ok {
-				var err error
-				if kind == KindCompact {
-					err = d.addCompact(path, childRel)
-				} else {
-					err = d.add(storeSource(path, childRel, kind))
-				}
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if d.filter.SkipDir(childRel) {
-				continue
-			}
-			if err := d.walk(path, childRel); err != nil {
+			if err := d.walkDir(path, childRel); err != nil {
 				return err
 			}
 		default:
@@ -186,6 +169,44 @@ func (d *discoverer) walk(dir, rel string) error {
 		}
 	}
 	return nil
+}
+
+// walkDir adds the subdirectory path when it is a store, else walks it
+// unless the filter skips it.
+func (d *discoverer) walkDir(path, rel string) error {
+	if err := d.ctx.Err(); err != nil {
+		return err
+	}
+	if d.filter.SkipDir(rel) {
+		// Not listed, but a store in it is still a source: its marker
+		// files are looked up one by one.
+		if kind, ok := compositeKind(path, statRegular(path)); ok {
+			return d.addStore(path, rel, kind)
+		}
+		return nil
+	}
+	f, entries, err := d.readDir(path)
+	if err != nil {
+		// A store needs no listing: one that may only be searched is
+		// still found by its marker files.
+		if kind, ok := compositeKind(path, statRegular(path)); ok {
+			return d.addStore(path, rel, kind)
+		}
+		return err
+	}
+	if kind, ok := compositeKind(path, listedRegular(entries)); ok {
+		f.Close()
+		return d.addStore(path, rel, kind)
+	}
+	return d.walkListed(f, path, rel, entries)
+}
+
+// addStore adds the store at path.
+func (d *discoverer) addStore(path, rel string, kind SourceKind) error {
+	if kind == KindCompact {
+		return d.addCompact(path, rel)
+	}
+	return d.add(storeSource(path, rel, kind))
 }
 
 // pinDir is an open directory whose file sources are pinned by lstat
@@ -252,7 +273,7 @@ type dirEntry struct {
 // directory fails at max_entries+1 without first being listed whole, then
 // sorts it. The directory stays open for pinning its files.
 func (d *discoverer) readDir(dir string) (*os.File, []dirEntry, error) {
-	f, err := os.Open(dir)
+	f, err := openDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -425,18 +446,32 @@ func markNameCollisions(all, escaped []*DiscoveredSource) {
 	}
 }
 
-// compositeKind recognizes a directory that is a store.
-func compositeKind(dir string) (SourceKind, bool) {
-	if isFile(filepath.Join(dir, currentFile)) {
+// compositeKind recognizes a directory that is a store by its marker
+// files, which isRegular says are regular files of it.
+func compositeKind(dir string, isRegular func(name string) bool) (SourceKind, bool) {
+	if isRegular(currentFile) {
 		return KindStoryline, true
 	}
-	if filepath.Base(dir) == eventsDirName && isFile(filepath.Join(dir, eventsManifest)) {
+	if filepath.Base(dir) == eventsDirName && isRegular(eventsManifest) {
 		return KindEvents, true
 	}
-	if isFile(filepath.Join(dir, compactManifest)) {
+	if isRegular(compactManifest) {
 		return KindCompact, true
 	}
 	return "", false
+}
+
+// statRegular says whether a name is a regular file of dir by an lstat.
+func statRegular(dir string) func(name string) bool {
+	return func(name string) bool { return isFile(filepath.Join(dir, name)) }
+}
+
+// listedRegular says whether a name is a regular file of a sorted listing.
+func listedRegular(entries []dirEntry) func(name string) bool {
+	return func(name string) bool {
+		i, found := slices.BinarySearchFunc(entries, name, func(e dirEntry, name string) int { return strings.Compare(e.name, name) })
+		return found && entries[i].typ.IsRegular()
+	}
 }
 
 func isFile(path string) bool {

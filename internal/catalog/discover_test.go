@@ -72,6 +72,71 @@ func TestDiscoverMixedRecursive(t *testing.T) {
 	}
 }
 
+// TestDiscoverStoreMarkersMustBeRegularFiles: a subdirectory is a store
+// when its listing holds its marker as a regular file; a marker that is a
+// symlink or a directory makes it an ordinary directory, walked for files.
+func TestDiscoverStoreMarkersMustBeRegularFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, dir string)
+		want string
+	}{
+		{"regular CURRENT", func(t *testing.T, dir string) { write(t, filepath.Join(dir, "CURRENT"), "g") }, "s:storyline"},
+		{"regular compact manifest", func(t *testing.T, dir string) { write(t, filepath.Join(dir, "chronicle.manifest"), `kind = "leaf"`) }, "s:compact"},
+		{"symlinked CURRENT", func(t *testing.T, dir string) {
+			target := filepath.Join(t.TempDir(), "CURRENT")
+			write(t, target, "g")
+			if err := os.Symlink(target, filepath.Join(dir, "CURRENT")); err != nil {
+				t.Skip(err)
+			}
+		}, "s/run.jsonl:file"},
+		{"CURRENT a directory", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "CURRENT"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, "s/run.jsonl:file"},
+		{"events manifest outside events.lance", func(t *testing.T, dir string) { write(t, filepath.Join(dir, "_manifest.json"), "{}") },
+			"s/_manifest.json:file s/run.jsonl:file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tree(t, map[string]string{"s/run.jsonl": "{}"})
+			tc.make(t, filepath.Join(root, "s"))
+			got, err := Discover(context.Background(), root, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if files(got) != tc.want {
+				t.Errorf("sources: got %s, want %s", files(got), tc.want)
+			}
+		})
+	}
+}
+
+// TestDiscoverStoreInUnlistableDirectory: a store needs no listing of its
+// own directory, so one the user may search but not list is still found.
+func TestDiscoverStoreInUnlistableDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root lists every directory")
+	}
+	root := tree(t, map[string]string{"s/CURRENT": "g", "a.json": "{}"})
+	dir := filepath.Join(root, "s")
+	if err := os.Chmod(dir, 0o311); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	got, err := Discover(context.Background(), root, DefaultOptions())
+	if err != nil || files(got) != "a.json:file s:storyline" {
+		t.Fatalf("got %s, %v", files(got), err)
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestDiscoverRoots(t *testing.T) {
 	root := tree(t, map[string]string{"one.json": "{}", "s/CURRENT": "g", "x/events.lance/_manifest.json": "{}"})
 	for _, tt := range []struct{ root, want string }{

@@ -170,7 +170,7 @@ func (p *pinDirs) check(d *DiscoveredSource, rev *FileRevision) bool {
 	dir, name := filepath.Split(d.Path)
 	if p.dir == nil || dir != p.path {
 		p.close()
-		f, err := os.Open(dir)
+		f, err := openDir(dir)
 		if err != nil {
 			return false
 		}

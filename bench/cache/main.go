@@ -33,6 +33,8 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/benchcorpus"
 )
 
 var (
@@ -124,14 +126,9 @@ func measure(bin, cacheDir, dir, glob string, sh shape) (floor []time.Duration) 
 	if cold != uncached {
 		panic(fmt.Sprintf("%s: with and without the cache the rows differ:\n%s\n%s", sh.name, cold, uncached))
 	}
-	parquet, err := filepath.Glob(filepath.Join(cacheDir, "*", "entries", "*", sh.relation+".parquet"))
+	parquetSQL, err := benchcorpus.ReadCachedParquet(sh.ours, sh.relation, cacheDir)
 	check(err)
-	if len(parquet) == 0 {
-		panic("the first query kept nothing in the cache (are the corpus files older than two seconds?)")
-	}
-	files := "['" + strings.Join(parquet, "', '") + "']"
 	jsonSQL := fmt.Sprintf(sh.json, glob)
-	parquetSQL := strings.Replace(sh.ours, "FROM "+sh.relation, "FROM read_parquet("+files+")", 1)
 	if sh.count {
 		want, _ := run(os.Args[0], "-child", jsonSQL, "-threads", fmt.Sprint(*threads))
 		if got := strings.TrimPrefix(cold, "count_star()\n"); strings.TrimSpace(got) != strings.TrimSpace(want) {

@@ -11,7 +11,11 @@
 //   - DuckDB (duckdb-go, in a child process of this program) running the
 //     nearest equivalent read_json query over the same files;
 //   - normalization alone (every file through its adapter, rows dropped), as
-//     MB per CPU-second.
+//     MB per CPU-second;
+//   - with -warm (the default), the second query: both queries again in new
+//     processes over a normalization cache an earlier process filled,
+//     against the same read_json and against DuckDB read_parquet over the
+//     cache's own Parquet files (the same SQL, "FROM relation" replaced).
 //
 // Sides alternate, each measurement is repeated -runs times and medians are
 // compared; peak RSS is the child's max RSS. Results go to stdout as a table
@@ -70,7 +74,9 @@ func main() {
 	threads := flag.Int("threads", runtime.NumCPU(), "threads for both sides")
 	runs := flag.Int("runs", 5, "runs per measurement (medians are reported)")
 	bin := flag.String("bin", "", "pchronicle binary (default: built from ./cmd/pchronicle into -dir)")
-	child := flag.String("child", "", "internal: run one side (duck-count|duck-wide|normalize)")
+	warm := flag.Bool("warm", true, "also time the second query, over a warm normalization cache")
+	child := flag.String("child", "", "internal: run one side (duck-count|duck-wide|duck-sql|normalize)")
+	childSQL := flag.String("sql", "", "internal: the query of a duck-sql child")
 	corpusDir := flag.String("corpus", "", "internal: the corpus of a child")
 	cpuProfile := flag.String("cpuprofile", "", "with -child: write the child's CPU profile to this file (e.g. -child normalize -corpus DIR/codex/data -threads 1)")
 	flag.Parse()
@@ -81,6 +87,10 @@ func main() {
 			check(err)
 			check(pprof.StartCPUProfile(f))
 			defer func() { pprof.StopCPUProfile(); check(f.Close()) }()
+		}
+		if *child == "duck-sql" {
+			duckRun(*childSQL, *threads)
+			return
 		}
 		runChild(*child, *corpusDir, *threads)
 		return
@@ -98,7 +108,7 @@ func main() {
 	}
 	var loads []float64
 	fmt.Printf("threads: %d, runs: %d (medians), load average at start: %s\n", *threads, *runs, loadavg())
-	var rows []string
+	var rows, warmRows []string
 	for _, shape := range strings.Split(*shapes, ",") {
 		c, err := benchcorpus.Cached(*samples, filepath.Join(*dir, shape), shape, *sizeMB<<20)
 		check(err)
@@ -132,6 +142,14 @@ func main() {
 		fmt.Printf("normalize alone: %s, %.0f MB/s per core (duckdb count: %.0f MB/s per core)\n", show(n), mb/n.CPU, mb/d.CPU)
 		rows = append(rows, fmt.Sprintf("| %s | %.0f MB, %d files | %.2f s / %.0f MB | %.2f s / %.0f MB | **%.2f×** | %.2f s | %.2f s | **%.2f×** | %.0f | %.0f |",
 			shape, mb, len(c.Files), o.Wall, o.RSSMB, d.Wall, d.RSSMB, o.Wall/d.Wall, wo.Wall, wd.Wall, wo.Wall/wd.Wall, mb/n.CPU, mb/d.CPU))
+		if *warm {
+			hc, hw, pc, pw := second(*bin, c.Dir, *threads, *runs, o.Out, wo.Out)
+			fmt.Printf("second count(*): pchronicle %s | duckdb read_parquet %s\n", show(hc), show(pc))
+			fmt.Printf("second wide aggregate: pchronicle %s | duckdb read_parquet %s\n", show(hw), show(pw))
+			warmRows = append(warmRows, fmt.Sprintf("| %s | %.0f ms / %.0f MB | %.0f ms | %.0f ms | **%.2f×** | **%.2f×** | %.0f ms | %.0f ms | %.0f ms | **%.2f×** | **%.2f×** |",
+				shape, hc.Wall*1e3, hc.RSSMB, d.Wall*1e3, pc.Wall*1e3, hc.Wall/d.Wall, hc.Wall/pc.Wall,
+				hw.Wall*1e3, wd.Wall*1e3, pw.Wall*1e3, hw.Wall/wd.Wall, hw.Wall/pw.Wall))
+		}
 	}
 	sort.Float64s(loads)
 	fmt.Printf("\nload average (1 min) during the runs: %.1f–%.1f, median %.1f\n\n", loads[0], loads[len(loads)-1], loads[len(loads)/2])
@@ -140,6 +158,53 @@ func main() {
 	for _, r := range rows {
 		fmt.Println(r)
 	}
+	if len(warmRows) > 0 {
+		fmt.Println("\nSecond query, warm normalization cache (read_json: the first table's DuckDB side):")
+		fmt.Println()
+		fmt.Println("| shape | count(*): pchronicle / peak RSS | DuckDB read_json | DuckDB read_parquet | vs read_json | vs read_parquet | wide: pchronicle | read_json | read_parquet | vs read_json | vs read_parquet |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, r := range warmRows {
+			fmt.Println(r)
+		}
+	}
+}
+
+// second times both queries over a warm normalization cache: one process
+// fills a cache of its own (its rows must be the first query's, first and
+// wide), then warm processes alternate with DuckDB read_parquet over the
+// cache's files. It returns the medians: ours count, ours wide, DuckDB's
+// count, DuckDB's wide.
+func second(bin, dir string, threads, runs int, first, firstWide string) (oc, ow, dc, dw measure) {
+	cache, err := os.MkdirTemp("", "pchronicle-formats-warm-")
+	check(err)
+	defer os.RemoveAll(cache)
+	for _, q := range []struct{ sql, want string }{{countSQL, first}, {wideSQL, firstWide}} {
+		for range 2 { // the process that fills, and one that hits
+			if got := oursIn(bin, dir, q.sql, threads, cache).Out; got != q.want {
+				check(fmt.Errorf("%s: over the cache the rows differ from the first query's:\n%s\n%s", q.sql, got, q.want))
+			}
+		}
+	}
+	countParquet, err := benchcorpus.ReadCachedParquet(countSQL, "tool_calls", cache)
+	check(err)
+	wideParquet, err := benchcorpus.ReadCachedParquet(wideSQL, "steps", cache)
+	check(err)
+	var ocs, ows, dcs, dws []measure
+	for r := 0; r < runs; r++ {
+		sides := []func(){
+			func() { ocs = append(ocs, oursIn(bin, dir, countSQL, threads, cache)) },
+			func() { dcs = append(dcs, duckSQL(countParquet, threads)) },
+			func() { ows = append(ows, oursIn(bin, dir, wideSQL, threads, cache)) },
+			func() { dws = append(dws, duckSQL(wideParquet, threads)) },
+		}
+		if r%2 == 1 {
+			sides[0], sides[1], sides[2], sides[3] = sides[1], sides[0], sides[3], sides[2]
+		}
+		for _, side := range sides {
+			side()
+		}
+	}
+	return median(ocs), median(ows), median(dcs), median(dws)
 }
 
 func show(m measure) string {
@@ -177,6 +242,11 @@ func ours(bin, dir, sqlText string, threads int) measure {
 	cache, err := os.MkdirTemp("", "pchronicle-formats-cache-")
 	check(err)
 	defer os.RemoveAll(cache)
+	return oursIn(bin, dir, sqlText, threads, cache)
+}
+
+// oursIn runs the real binary once with the normalization cache in cache.
+func oursIn(bin, dir, sqlText string, threads int, cache string) measure {
 	cmd := exec.Command(bin, "query", dir, sqlText, "--format", "csv", "--threads", fmt.Sprint(threads), "--cache-dir", cache)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", threads))
 	return run(cmd)
@@ -184,6 +254,11 @@ func ours(bin, dir, sqlText string, threads int) measure {
 
 func spawn(side, corpusDir string, threads int) measure {
 	return run(exec.Command(os.Args[0], "-child", side, "-corpus", corpusDir, "-threads", fmt.Sprint(threads)))
+}
+
+// duckSQL runs one query in DuckDB in a child process.
+func duckSQL(query string, threads int) measure {
+	return run(exec.Command(os.Args[0], "-child", "duck-sql", "-sql", query, "-threads", fmt.Sprint(threads)))
 }
 
 func run(cmd *exec.Cmd) measure {
@@ -228,17 +303,22 @@ func normalize(files []string, threads int) {
 // duck runs the nearest read_json equivalent of the count or the wide
 // query over the corpus, as a user of DuckDB would write it.
 func duck(c *benchcorpus.ShapeCorpus, count bool, threads int) {
-	db, err := sql.Open("duckdb", "")
-	check(err)
-	defer db.Close()
-	_, err = db.Exec(fmt.Sprintf("SET threads=%d", threads))
-	check(err)
 	q := duckQueries(c)
 	text := q.wide
 	if count {
 		text = q.count
 	}
-	rows, err := db.Query(q.with + text)
+	duckRun(q.with+text, threads)
+}
+
+// duckRun runs query in a new in-memory DuckDB and prints its rows as CSV.
+func duckRun(query string, threads int) {
+	db, err := sql.Open("duckdb", "")
+	check(err)
+	defer db.Close()
+	_, err = db.Exec(fmt.Sprintf("SET threads=%d", threads))
+	check(err)
+	rows, err := db.Query(query)
 	check(err)
 	defer rows.Close()
 	cols, err := rows.Columns()

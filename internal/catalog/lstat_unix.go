@@ -21,11 +21,16 @@ func fileRevision(fi os.FileInfo) FileRevision {
 
 // lstatAt pins the file name of the open directory dir (at dirPath) without
 // following a symlink, relative to the directory: no path lookup per file.
+// With no dir, it looks the whole path up.
 func lstatAt(dir *os.File, dirPath, name string) (FileRevision, error) {
 	var st unix.Stat_t
 	var err error
+	fd, rel := unix.AT_FDCWD, filepath.Join(dirPath, name)
+	if dir != nil {
+		fd, rel = int(dir.Fd()), name
+	}
 	for {
-		if err = lstatatRaw(int(dir.Fd()), name, &st); err != unix.EINTR {
+		if err = lstatatRaw(fd, rel, &st); err != unix.EINTR {
 			break
 		}
 	}

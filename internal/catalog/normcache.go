@@ -140,10 +140,13 @@ func (s *Source) unchanged() bool {
 // pinDirs re-checks the pins of many local sources, in the order they were
 // discovered, by an lstat relative to their directory, which is opened once
 // for the sources that follow in it: a stat of the whole path walked it
-// again for every file, half the time of the check.
+// again for every file, half the time of the check. The first file of a
+// directory is checked by its path, and the directory opened only when a
+// second follows: a tree of one file per directory would otherwise pay an
+// open and a close besides each stat.
 type pinDirs struct {
-	path string
-	dir  *os.File
+	path string   // the directory of the last file checked
+	dir  *os.File // path, opened for its second file; nil before
 }
 
 func (p *pinDirs) unchanged(s *Source) bool { return s.allLocalPins(p.check) }
@@ -168,13 +171,16 @@ func (p *pinDirs) check(d *DiscoveredSource, rev *FileRevision) bool {
 		return err == nil && rev.Check(d.File, fi) == nil
 	}
 	dir, name := filepath.Split(d.Path)
-	if p.dir == nil || dir != p.path {
+	switch {
+	case dir != p.path:
 		p.close()
+		p.path = dir
+	case p.dir == nil:
 		f, err := openDir(dir)
 		if err != nil {
 			return false
 		}
-		p.path, p.dir = dir, f
+		p.dir = f
 	}
 	seen, err := lstatAt(p.dir, p.path, name)
 	return err == nil && rev.check(d.File, seen) == nil

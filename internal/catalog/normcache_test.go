@@ -166,28 +166,43 @@ func rewriteSameSize(t *testing.T, path, content string, restoreMtime bool) {
 // TestFileChangedAfterPinningFailsAsWithoutTheCache: a file rewritten after
 // the Snapshot pinned it is not served from the cache for its old pin; the
 // query fails with the source-changed error, as it does without a cache.
+// The pins are re-checked in discovery order, the first file of a
+// directory by its path and the next ones relative to the directory: a
+// change is seen in either place.
 func TestFileChangedAfterPinningFailsAsWithoutTheCache(t *testing.T) {
 	defer catalog.SetRacyWindow(0)()
-	root, dir := chatTree(t), t.TempDir()
-	for _, sql := range []string{oneSourceSQL, batchSQL} {
-		mustCachedQuery(t, root, cacheOptions(dir), sql) // both shapes cached
-	}
-	snaps := map[string]*catalog.Snapshot{}
-	for _, sql := range []string{oneSourceSQL, batchSQL} {
-		snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer snap.Close()
-		snaps[sql] = snap
-	}
-	rewriteSameSize(t, filepath.Join(root, "a.jsonl"), chat("two"), true)
-	for sql, snap := range snaps {
-		rows, err := queryRows(t, snap, sql)
-		var changed *catalog.ErrSourceChanged
-		if !errors.As(err, &changed) || changed.File != "a.jsonl" {
-			t.Fatalf("%s: got %s, %v; want the source-changed error for a.jsonl", sql, rows, err)
-		}
+	for _, changed := range []string{
+		"a.jsonl",     // the first of its directory
+		"b.jsonl",     // the second
+		"sub/c.jsonl", // alone in its directory
+	} {
+		t.Run(changed, func(t *testing.T) {
+			root, dir := chatTree(t), t.TempDir()
+			sqls := []string{batchSQL}
+			if changed == "a.jsonl" {
+				sqls = append(sqls, oneSourceSQL)
+			}
+			for _, sql := range sqls {
+				mustCachedQuery(t, root, cacheOptions(dir), sql) // both shapes cached
+			}
+			snaps := map[string]*catalog.Snapshot{}
+			for _, sql := range sqls {
+				snap, err := catalog.Build(context.Background(), []catalog.DatasetMount{{Alias: "dataset", URI: root}}, cacheOptions(dir))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer snap.Close()
+				snaps[sql] = snap
+			}
+			rewriteSameSize(t, filepath.Join(root, filepath.FromSlash(changed)), chat("two"), true)
+			for sql, snap := range snaps {
+				rows, err := queryRows(t, snap, sql)
+				var changedErr *catalog.ErrSourceChanged
+				if !errors.As(err, &changedErr) || changedErr.File != changed {
+					t.Fatalf("%s: got %s, %v; want the source-changed error for %s", sql, rows, err, changed)
+				}
+			}
+		})
 	}
 }
 

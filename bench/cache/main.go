@@ -10,12 +10,13 @@
 //
 // The corpus is copies of the real Codex rollout in ../shared/samples, each
 // with its own session id; with -small N, also N one-conversation chat
-// files in directories of 1,000, where the Snapshot's sources rather than
-// their bytes are the work. Every measurement is a new process (DuckDB in a
+// files in directories of -perdir (1,000; 1 is a tree of one run per
+// directory), where the Snapshot's sources rather than their bytes are the
+// work. Every measurement is a new process (DuckDB in a
 // child of this program, with the same threads); the sides alternate and
 // medians are compared, because the machine is shared.
 //
-//	go run ./bench/cache [-copies 500] [-rounds 7] [-small 50000]
+//	go run ./bench/cache [-copies 500] [-rounds 7] [-small 50000 [-perdir 1000]]
 package main
 
 import (
@@ -44,6 +45,7 @@ var (
 	work    = flag.String("dir", filepath.Join(os.TempDir(), "pchronicle-bench-cache"), "work directory (the corpus is reused)")
 	sample  = flag.String("sample", "../shared/samples/openai/codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl", "the Codex rollout to copy")
 	small   = flag.Int("small", 0, "also measure a corpus of this many one-conversation chat files (0: none)")
+	perDir  = flag.Int("perdir", 1000, "files per directory of the -small corpus")
 	child   = flag.String("child", "", "internal: run SQL in DuckDB and print the rows")
 )
 
@@ -85,6 +87,9 @@ var smallShapes = []shape{{
 
 func main() {
 	flag.Parse()
+	if *perDir < 1 {
+		check(fmt.Errorf("-perdir %d: a directory holds at least one file", *perDir))
+	}
 	if *child != "" {
 		runDuckDB(*child)
 		return
@@ -103,7 +108,7 @@ func main() {
 	}
 	if *small > 0 {
 		dir := smallCorpus(*small)
-		fmt.Printf("| %d one-conversation chat files, %.1f MB: | | | | | | |\n", *small, float64(*small*len(smallLine(0)))/1e6)
+		fmt.Printf("| %d one-conversation chat files, %.1f MB, %d per directory: | | | | | | |\n", *small, float64(*small*len(smallLine(0)))/1e6, *perDir)
 		for _, sh := range smallShapes {
 			measure(bin, cacheDir, dir, "'"+filepath.Join(dir, "*", "*.jsonl")+"'", sh)
 		}
@@ -199,16 +204,20 @@ func smallLine(i int) string {
 	return fmt.Sprintf(`{"messages":[{"role":"user","content":"question %06d"},{"role":"assistant","content":"answer"}]}`+"\n", i)
 }
 
-// smallCorpus writes n one-conversation chat files in directories of 1,000
+// smallCorpus writes n one-conversation chat files in directories of -perdir
 // (reused when present), then waits as corpus does.
 func smallCorpus(n int) string {
-	dir := filepath.Join(*work, fmt.Sprintf("small-%d", n))
+	name := fmt.Sprintf("small-%d", n)
+	if *perDir != 1000 {
+		name += fmt.Sprintf("-per-%d", *perDir)
+	}
+	dir := filepath.Join(*work, name)
 	done := filepath.Join(dir, ".done")
 	if _, err := os.Stat(done); err != nil {
 		check(os.RemoveAll(dir))
 		for i := 0; i < n; i++ {
-			sub := filepath.Join(dir, fmt.Sprintf("d%03d", i/1000))
-			if i%1000 == 0 {
+			sub := filepath.Join(dir, fmt.Sprintf("d%06d", i / *perDir))
+			if i%*perDir == 0 {
 				check(os.MkdirAll(sub, 0o755))
 			}
 			check(os.WriteFile(filepath.Join(sub, fmt.Sprintf("c%06d.jsonl", i)), []byte(smallLine(i)), 0o644))

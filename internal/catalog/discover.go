@@ -178,8 +178,9 @@ func (d *discoverer) walkDir(path, rel string) error {
 		return err
 	}
 	if d.filter.SkipDir(rel) {
-		// Not listed, but a store in it is still a source: its marker
-		// files are looked up one by one.
+		// Not listed. Should it be a store, its marker files say so one
+		// by one, and the filter judges what the store adds, as for any
+		// other.
 		if kind, ok := compositeKind(path, statRegular(path)); ok {
 			return d.addStore(path, rel, kind)
 		}

@@ -177,19 +177,18 @@ func (d *discoverer) walkDir(path, rel string) error {
 	if err := d.ctx.Err(); err != nil {
 		return err
 	}
-	if d.filter.SkipDir(rel) {
-		// Not listed. Should it be a store, its marker files say so one
-		// by one, and the filter judges what the store adds, as for any
-		// other.
-		if kind, ok := compositeKind(path, statRegular(path)); ok {
-			return d.addStore(path, rel, kind)
-		}
-		return nil
+	var f *os.File
+	var entries []dirEntry
+	var err error
+	skip := d.filter.SkipDir(rel)
+	if !skip {
+		f, entries, err = d.readDir(path)
 	}
-	f, entries, err := d.readDir(path)
-	if err != nil {
-		// A store needs no listing: one that may only be searched is
-		// still found by its marker files.
+	if skip || err != nil {
+		// An excluded directory is not listed, and a store needs no
+		// listing (one that may only be searched is still a store): their
+		// marker files say so one by one, and the filter judges what a
+		// store adds, as for any other.
 		if kind, ok := compositeKind(path, statRegular(path)); ok {
 			return d.addStore(path, rel, kind)
 		}
@@ -464,7 +463,10 @@ func compositeKind(dir string, isRegular func(name string) bool) (SourceKind, bo
 
 // statRegular says whether a name is a regular file of dir by an lstat.
 func statRegular(dir string) func(name string) bool {
-	return func(name string) bool { return isFile(filepath.Join(dir, name)) }
+	return func(name string) bool {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		return err == nil && fi.Mode().IsRegular()
+	}
 }
 
 // listedRegular says whether a name is a regular file of a sorted listing.
@@ -473,11 +475,6 @@ func listedRegular(entries []dirEntry) func(name string) bool {
 		i, found := slices.BinarySearchFunc(entries, name, func(e dirEntry, name string) int { return strings.Compare(e.name, name) })
 		return found && entries[i].typ.IsRegular()
 	}
-}
-
-func isFile(path string) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // isPeripheral reports whether a file found by a walk is a candidate

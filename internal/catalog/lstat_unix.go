@@ -25,9 +25,11 @@ func fileRevision(fi os.FileInfo) FileRevision {
 func lstatAt(dir *os.File, dirPath, name string) (FileRevision, error) {
 	var st unix.Stat_t
 	var err error
-	fd, rel := unix.AT_FDCWD, filepath.Join(dirPath, name)
+	fd, rel := unix.AT_FDCWD, name
 	if dir != nil {
-		fd, rel = int(dir.Fd()), name
+		fd = int(dir.Fd())
+	} else {
+		rel = filepath.Join(dirPath, name)
 	}
 	for {
 		if err = lstatatRaw(fd, rel, &st); err != unix.EINTR {

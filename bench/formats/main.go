@@ -117,21 +117,13 @@ func main() {
 		var oc, dc, ow, dw, norm []measure
 		for r := 0; r < *runs; r++ {
 			loads = append(loads, load1())
-			// Alternate which side goes first, so neither always meets a
-			// warmer page cache or a quieter machine.
-			sides := []func(){
+			alternating(r,
 				func() { oc = append(oc, ours(*bin, c.Dir, countSQL, *threads)) },
 				func() { dc = append(dc, spawn("duck-count", c.Dir, *threads)) },
 				func() { ow = append(ow, ours(*bin, c.Dir, wideSQL, *threads)) },
 				func() { dw = append(dw, spawn("duck-wide", c.Dir, *threads)) },
 				func() { norm = append(norm, spawn("normalize", c.Dir, *threads)) },
-			}
-			if r%2 == 1 {
-				sides[0], sides[1], sides[2], sides[3] = sides[1], sides[0], sides[3], sides[2]
-			}
-			for _, side := range sides {
-				side()
-			}
+			)
 		}
 		o, d := median(oc), median(dc)
 		fmt.Printf("count(*) tool_calls: pchronicle %s = %s | duckdb %s = %s\n", strings.TrimSpace(o.Out), show(o), strings.TrimSpace(d.Out), show(d))
@@ -191,20 +183,27 @@ func second(bin, dir string, threads, runs int, first, firstWide string) (oc, ow
 	check(err)
 	var ocs, ows, dcs, dws []measure
 	for r := 0; r < runs; r++ {
-		sides := []func(){
+		alternating(r,
 			func() { ocs = append(ocs, oursIn(bin, dir, countSQL, threads, cache)) },
 			func() { dcs = append(dcs, duckSQL(countParquet, threads)) },
 			func() { ows = append(ows, oursIn(bin, dir, wideSQL, threads, cache)) },
 			func() { dws = append(dws, duckSQL(wideParquet, threads)) },
-		}
-		if r%2 == 1 {
-			sides[0], sides[1], sides[2], sides[3] = sides[1], sides[0], sides[3], sides[2]
-		}
-		for _, side := range sides {
-			side()
-		}
+		)
 	}
 	return median(ocs), median(ows), median(dcs), median(dws)
+}
+
+// alternating runs the sides of run r in order: pairs of ours and DuckDB's
+// (the first four), then any others. In every odd run each pair goes the
+// other way round, so neither side always meets a warmer page cache or a
+// quieter machine.
+func alternating(r int, sides ...func()) {
+	if r%2 == 1 {
+		sides[0], sides[1], sides[2], sides[3] = sides[1], sides[0], sides[3], sides[2]
+	}
+	for _, side := range sides {
+		side()
+	}
 }
 
 func show(m measure) string {

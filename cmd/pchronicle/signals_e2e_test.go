@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"strconv"
 	"testing"
 	"time"
 
@@ -54,6 +55,10 @@ func start(t *testing.T, tmp string, stdin io.Reader, args ...string) *started {
 // overloaded machine needs; the time taken is logged.
 func (p *started) stop(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
+	// A signal that arrives before main installed its handler takes the
+	// default action, which tests nothing of ours; on a loaded machine a
+	// fixed sleep is not enough to be past that point.
+	waitFor(t, fmt.Sprintf("the process to catch %v", sig), func() bool { return catches(p.cmd.Process.Pid, sig) })
 	sent := time.Now()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
@@ -74,6 +79,22 @@ func (p *started) stop(t *testing.T, sig syscall.Signal) int {
 		t.Fatalf("%v: still running 20s after %v; stderr: %s", p.cmd.Args[1:], sig, p.stderr.String())
 		return 0
 	}
+}
+
+// catches reports whether process pid has a handler for sig installed
+// (its SigCgt mask in /proc).
+func catches(pid int, sig syscall.Signal) bool {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(status)) {
+		if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return err == nil && bits&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return false
 }
 
 // tree describes every file under dir (path, size and content of small

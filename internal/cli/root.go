@@ -14,9 +14,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
 )
 
-// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
-var Version = "dev"
-
 var commands []func(*env) *cobra.Command
 
 // register adds a command constructor; called from init functions.
@@ -47,7 +44,7 @@ func NewRoot(e *env) *cobra.Command {
 messages and Codex rollouts, ACTF/ATOF traces, Claude Code transcripts,
 OpenHands trajectories, canonical events, and pchronicle's own stores), normalizes them into runs, steps and tool_calls,
 and lets you inspect, import and query them.`,
-		Version:       Version,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

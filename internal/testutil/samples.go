@@ -93,12 +93,24 @@ func RunMain(m *testing.M) int {
 	return code
 }
 
-// Binary builds cmd/pchronicle once per test process and returns its path.
-// The package's TestMain must run its tests with RunMain.
+// BinaryEnv names a binary that scripts/test.sh built once for every package
+// of its run; linking the 100 MB binary per package cost a minute or more of
+// the suite. Unset, each test process builds its own.
+const BinaryEnv = "PCHRONICLE_TEST_BINARY"
+
+// Binary builds cmd/pchronicle once per test process (or takes $BinaryEnv)
+// and returns its path. The package's TestMain must run its tests with
+// RunMain.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if !inMain {
 		t.Fatal("testutil.Binary: the package's TestMain must run its tests with testutil.RunMain, which removes the binary afterwards")
+	}
+	if path := os.Getenv(BinaryEnv); path != "" {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s: %v", BinaryEnv, err)
+		}
+		return path
 	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pchronicle-bin-")

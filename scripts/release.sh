@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds a release binary of pchronicle: reproducible paths (-trimpath),
+# stripped of symbols and DWARF (-s -w), its version and commit stamped.
+# Usage: [VERSION=v1.2.3] scripts/release.sh [OUTPUT]   (default bin/pchronicle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+out=${1:-bin/pchronicle}
+go build -trimpath -ldflags "-s -w $(version_ldflags)" -o "$out" ./cmd/pchronicle
+echo "release: $out, $(du -h "$out" | cut -f1) ($(stat -c %s "$out") bytes)" >&2
+"$out" --version >&2

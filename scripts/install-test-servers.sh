@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real object-store servers the objstore tests start on
-# 127.0.0.1, at pinned versions, into .tools/ under the repo (gitignored).
-# Idempotent: a tool already installed at its pinned version is skipped.
+# 127.0.0.1, at pinned versions. Each is built once per machine into a cache
+# keyed by name and version (outside the checkout, so a fresh clone, as CI
+# makes, reuses it) and linked into .tools/ under the repo (gitignored),
+# where the tests look. Idempotent.
 #   versitygw        S3 (posix backend, versioning)     .tools/bin/versitygw
 #   fake-gcs-server  GCS                                .tools/bin/fake-gcs-server
 #   azurite          Azure Blob                         .tools/azurite/node_modules/.bin/azurite
@@ -13,32 +15,37 @@ VERSITYGW_VERSION=v1.8.0
 FAKEGCS_VERSION=v1.56.1
 AZURITE_VERSION=3.37.0
 
+CACHE=${PCHRONICLE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pchronicle/test-tools}
 TOOLS="$PWD/.tools"
-mkdir -p "$TOOLS/bin"
+mkdir -p "$CACHE" "$TOOLS/bin"
 
-# go_tool installs a Go command once per version; the stamp file records
-# which version the binary in .tools/bin is.
-go_tool() {
-  local name=$1 pkg=$2 version=$3
-  local stamp="$TOOLS/bin/.$name.version"
-  if [ -x "$TOOLS/bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
-    return
+# cached NAME VERSION INSTALL... runs INSTALL DIR once into a temporary
+# directory and renames it to $CACHE/NAME-VERSION, so an interrupted
+# install never looks complete.
+cached() {
+  local name=$1 version=$2 dir="$CACHE/$1-$2"
+  shift 2
+  if [ ! -d "$dir" ]; then
+    echo "install-test-servers: $name $version" >&2
+    local tmp
+    tmp=$(mktemp -d "$CACHE/.tmp-$name-XXXXXX")
+    "$@" "$tmp" >&2
+    mv -T "$tmp" "$dir"
   fi
-  echo "install-test-servers: $name $version" >&2
-  GOBIN="$TOOLS/bin" CGO_ENABLED=0 go install "$pkg@$version"
-  echo "$version" >"$stamp"
+  echo "$dir"
 }
 
-go_tool versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"
-go_tool fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKEGCS_VERSION"
+go_install() { GOBIN="$2" CGO_ENABLED=0 go install "$1"; }
+npm_install() { npm install --prefix "$2" --no-audit --no-fund --loglevel=error "$1"; }
 
-azurite_installed() {
-  [ -x "$TOOLS/azurite/node_modules/.bin/azurite" ] &&
-    grep -q "\"version\": \"$AZURITE_VERSION\"" "$TOOLS/azurite/node_modules/azurite/package.json" 2>/dev/null
-}
-if ! azurite_installed; then
-  command -v npm >/dev/null 2>&1 || { echo "install-test-servers: npm is required for Azurite" >&2; exit 1; }
-  echo "install-test-servers: azurite $AZURITE_VERSION" >&2
-  mkdir -p "$TOOLS/azurite"
-  npm install --prefix "$TOOLS/azurite" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
-fi
+dir=$(cached versitygw "$VERSITYGW_VERSION" go_install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
+ln -sfn "$dir/versitygw" "$TOOLS/bin/versitygw"
+dir=$(cached fake-gcs-server "$FAKEGCS_VERSION" go_install "github.com/fsouza/fake-gcs-server@$FAKEGCS_VERSION")
+ln -sfn "$dir/fake-gcs-server" "$TOOLS/bin/fake-gcs-server"
+
+command -v npm >/dev/null 2>&1 || { echo "install-test-servers: npm is required for Azurite" >&2; exit 1; }
+dir=$(cached azurite "$AZURITE_VERSION" npm_install "azurite@$AZURITE_VERSION")
+# (.tools/azurite was a directory of its own before the cache)
+[ -L "$TOOLS/azurite" ] || rm -rf "$TOOLS/azurite"
+ln -sfn "$dir" "$TOOLS/azurite.tmp"
+mv -T "$TOOLS/azurite.tmp" "$TOOLS/azurite"

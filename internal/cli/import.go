@@ -171,6 +171,9 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	fmt.Fprintf(e.stdout, "imported %d file(s) into %s %s: %d runs, %d steps, %d tool_calls\n",
 		imported, where, g.Name(),
 		m.Tables[model.RelRuns].Rows, m.Tables[model.RelSteps].Rows, m.Tables[model.RelToolCalls].Rows)
+	if n := len(m.RenamedSessions); n > 0 {
+		fmt.Fprintf(e.stdout, "%d Storyline(s) share a session_id with another input's and are stored as <session_id>@<input> (original_session_id keeps the input's id)\n", n)
+	}
 	for _, err := range failures {
 		fmt.Fprintln(e.stderr, "error:", err)
 	}

@@ -131,8 +131,9 @@ func TestStoreQualifiesRepeatedSessionIDs(t *testing.T) {
 	checkStoreAnswersAsFiles(t, dir)
 
 	store := filepath.Join(t.TempDir(), "store")
-	if _, stderr, code := pc(t, "import", dir, "--to", store); code != 0 {
-		t.Fatalf("import exit %d: %s", code, stderr)
+	out, stderr, code := pc(t, "import", dir, "--to", store)
+	if code != 0 || !strings.Contains(out, "3 Storyline(s) share a session_id with another input's") {
+		t.Fatalf("import exit %d: %s%s", code, out, stderr)
 	}
 	got := queryCSV(t, store, `SELECT session_id, original_session_id, import_file FROM runs WHERE parent_session_id IS NULL ORDER BY import_file`)
 	want := "session_id,original_session_id,import_file\n" +

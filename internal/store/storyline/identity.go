@@ -5,11 +5,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -225,18 +230,49 @@ func (g *Generation) CheckSessions(ctx context.Context) error {
 	if g.Manifest.FormatVersion >= 2 || len(g.Manifest.Sources) < 2 {
 		return nil
 	}
+	path := g.Path(model.RelRuns)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
+	}
+	// Only the two key columns are decoded, not the runs' texts.
+	type key struct {
+		File      string `parquet:"_file_"`
+		SessionID string `parquet:"session_id"`
+	}
+	r := parquet.NewGenericReader[key](pf)
+	defer r.Close()
 	first := map[string]string{}
-	return eachRow(ctx, g.Path(model.RelRuns), func(r *model.Run) error {
-		f, ok := first[r.SessionID]
-		if !ok {
-			first[r.SessionID] = r.File
+	buf := make([]key, batchRows)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := r.Read(buf)
+		for _, k := range buf[:n] {
+			f, ok := first[k.SessionID]
+			if !ok {
+				first[k.SessionID] = k.File
+			} else if f != k.File {
+				return &RepeatedSessionsError{SessionID: k.SessionID, Files: [2]string{f, k.File}}
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
 			return nil
 		}
-		if f != r.File {
-			return &RepeatedSessionsError{SessionID: r.SessionID, Files: [2]string{f, r.File}}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		return nil
-	})
+	}
 }
 
 // Upgrade rewrites the current generation in the format and row schema of

@@ -200,7 +200,7 @@ func TestImportRefusesAFolderThatIsNotAStore(t *testing.T) {
 		}
 	}
 	_, stderr, code := pc(t, "import", src, "--to", dest)
-	if code == 0 || !strings.Contains(stderr, "--to "+dest+" holds mine.json, notes.txt") || !strings.Contains(stderr, "not a Storyline store") {
+	if code == 0 || !strings.Contains(stderr, "--to "+dest+" is not an empty directory or a Storyline store (it holds mine.json, notes.txt)") {
 		t.Fatalf("import into a folder of files: exit %d, %s", code, stderr)
 	}
 	entries, err := os.ReadDir(dest)
@@ -209,6 +209,10 @@ func TestImportRefusesAFolderThatIsNotAStore(t *testing.T) {
 	}
 	if len(entries) != 2 {
 		t.Fatalf("the refused import left %d entries in the folder, want its 2 files", len(entries))
+	}
+	file := filepath.Join(dest, "mine.json")
+	if _, stderr, code := pc(t, "import", src, "--to", file); code == 0 || !strings.Contains(stderr, "--to "+file+" is a file") {
+		t.Fatalf("import into a file: exit %d, %s", code, stderr)
 	}
 	// An empty folder and an existing store are fine.
 	empty := t.TempDir()

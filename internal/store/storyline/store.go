@@ -98,8 +98,8 @@ func Prepare(dir string) (*Store, error) {
 }
 
 // ErrNotEmpty is matched by CheckTarget's error for a directory that holds
-// files of its own.
-var ErrNotEmpty = errors.New("the directory is not empty and is not a Storyline store")
+// files of its own, or a file.
+var ErrNotEmpty = errors.New("not an empty directory or a Storyline store")
 
 // CheckTarget reports whether an importer may make dir a store: dir is a
 // store already, or does not exist, or holds nothing but what an unfinished
@@ -111,10 +111,12 @@ func CheckTarget(dir string) error {
 	if IsStore(dir) {
 		return nil
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
+	} else if err == nil && !st.IsDir() {
+		return fmt.Errorf("%s is a file, %w: a store is a directory pchronicle owns, so name a new or empty directory", dir, ErrNotEmpty)
 	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("storyline: %w", err)
 	}
@@ -137,8 +139,8 @@ func CheckTarget(dir string) error {
 		more = fmt.Sprintf(" and %d more", len(foreign)-3)
 		foreign = foreign[:3]
 	}
-	return fmt.Errorf("%s holds %s%s: %w; a store is a directory pchronicle owns, so name a new or empty directory",
-		dir, strings.Join(foreign, ", "), more, ErrNotEmpty)
+	return fmt.Errorf("%s is %w (it holds %s%s): a store is a directory pchronicle owns, so name a new or empty directory",
+		dir, ErrNotEmpty, strings.Join(foreign, ", "), more)
 }
 
 // Open opens an existing store.

@@ -60,6 +60,10 @@ func NormalizeAlias(a string) (string, error) {
 	return a, nil
 }
 
+// ReservedAlias reports whether a is a name DuckDB gives a meaning of its
+// own (NormalizeAlias refuses it as a Dataset alias).
+func ReservedAlias(a string) bool { return reserved[strings.ToLower(strings.TrimSpace(a))] }
+
 // ParseNamespace splits "a/b.c" into components and checks each.
 func ParseNamespace(s string) ([]string, error) {
 	parts := strings.Split(strings.Trim(strings.TrimSpace(s), "/"), "/")

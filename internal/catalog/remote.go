@@ -511,7 +511,7 @@ func (r RemoteStorylineRevision) materialize(ctx context.Context, snap *Snapshot
 	if err != nil {
 		return nil, err
 	}
-	return generationFiles(g), nil
+	return importedGeneration(ctx, g)
 }
 
 // localRevision mirrors the pinned manifest under the download directory,

@@ -409,6 +409,18 @@ func generationFiles(g *storyline.Generation) *Resolved {
 	return &Resolved{Files: files, Dirs: []string{g.Dir}, SchemaVersion: g.Manifest.SchemaVersion}
 }
 
+// importedGeneration is generationFiles of a Storyline store's generation
+// once it is known to identify each Storyline by its session_id: a store
+// written before session ids were made unique may repeat one across its
+// inputs (storyline.CheckSessions), and is refused rather than answering
+// joins on (_file_, session_id) with rows of two Storylines.
+func importedGeneration(ctx context.Context, g *storyline.Generation) (*Resolved, error) {
+	if err := g.CheckSessions(ctx); err != nil {
+		return nil, err
+	}
+	return generationFiles(g), nil
+}
+
 // scratch writes the rows of rels (all three relations when none) of the
 // Storylines that fill produces into a fresh directory of the Snapshot's
 // temp directory, as unsorted, non-durable Parquet: they live only as long

@@ -59,8 +59,8 @@ func (r StorylineRevision) Ref() string {
 	return strings.Join(parts, ";")
 }
 
-func (r StorylineRevision) storylines(context.Context, *Source, []string) (*Resolved, error) {
-	return generationFiles(r.Generation), nil
+func (r StorylineRevision) storylines(ctx context.Context, _ *Source, _ []string) (*Resolved, error) {
+	return importedGeneration(ctx, r.Generation)
 }
 
 func (r StorylineRevision) storeDir() string { return r.Generation.Dir }

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,6 +33,7 @@ datasets as @NAME/DATASET (docs/directory.md).`,
 	cmd.PersistentFlags().StringVarP(&cfgPath, "config", "c", config.DefaultPath(), "config file")
 
 	var p config.Pin
+	var force bool
 	pin := &cobra.Command{
 		Use:   "pin NAME URI",
 		Short: "Name a Dataset (a local path or an s3://, az://, gs:// prefix with its settings) or a Directory (catalog://)",
@@ -49,9 +54,15 @@ datasets as @NAME/DATASET (docs/directory.md).`,
 			if err != nil {
 				return err
 			}
+			if err := pinTargetExists(p, force); err != nil {
+				return err
+			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return err
+			}
+			if old, ok := cfg.Pins[name]; ok && !force {
+				return fmt.Errorf("pin @%s exists (%s); pass --force to replace it", name, catalog.RedactURI(old.URI))
 			}
 			cfg.Pins[name] = p
 			if err := cfg.Save(cfgPath); err != nil {
@@ -62,6 +73,7 @@ datasets as @NAME/DATASET (docs/directory.md).`,
 		},
 	}
 	pf := pin.Flags()
+	pf.BoolVar(&force, "force", false, "replace an existing pin of that name, or pin a local path that does not exist yet")
 	pf.StringVar(&p.Format, "format", "", "format hint recorded with the pin (atif, openai, actf, canonical)")
 	pf.StringVar(&p.Endpoint, "endpoint", "", "object-store endpoint URL (S3-compatible server, Azurite, fake-gcs)")
 	pf.StringVar(&p.Region, "region", "", "S3 signing region")
@@ -173,11 +185,33 @@ func showPin(w io.Writer, name string, p config.Pin) {
 	}
 }
 
-// pinName checks a pin name: it is used in @name references and TOML keys.
+// pinName checks a pin name: it is used in @name references and TOML keys,
+// and as a mount name (--mount NAME=@NAME), so a name whose SQL alias is
+// reserved is refused now rather than at every mount.
 func pinName(n string) (string, error) {
 	ns, err := catalog.ParseNamespace(n)
 	if err != nil || len(ns) != 1 {
 		return "", fmt.Errorf("invalid pin name %q: use letters, digits, _, - and .", n)
 	}
+	if alias := strings.NewReplacer("-", "_", ".", "_").Replace(n); catalog.ReservedAlias(alias) {
+		return "", fmt.Errorf("pin name %q is reserved: DuckDB has a schema or catalog named %q, so --mount %s=@%s could not mount it; choose another name",
+			n, strings.ToLower(alias), n, n)
+	}
 	return n, nil
+}
+
+// pinTargetExists refuses a pin of a local path that does not exist (a
+// typo would otherwise surface only when the pin is first used), unless
+// force: a store that an import will create may be pinned first.
+func pinTargetExists(p config.Pin, force bool) error {
+	if force || !filepath.IsAbs(p.URI) { // pinURI made a local path absolute; URIs are not
+		return nil
+	}
+	if _, err := os.Stat(p.URI); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s does not exist; pin an existing file or directory, or pass --force to pin it before it is created", p.URI)
+		}
+		return err
+	}
+	return nil
 }

@@ -41,17 +41,21 @@ func init() {
 			Long: `Normalize every supported file under each SRC (a file, or a directory walked in
 path order without following symbolic links) and publish the rows as one new
 immutable generation of the Storyline store at DEST, creating the store if
-needed. Readers of DEST see the previous generation until the new one is
-complete.
+needed. A DEST directory that exists, is not empty and is not a store is
+refused: a store is a directory pchronicle owns. Readers of DEST see the
+previous generation until the new one is complete.
 
-_file_ of every row is the input's path relative to its SRC, with '/'
-separators; a SRC that is a file gives its base name. With several SRCs, each
-path is prefixed by its SRC's base name (runs/a.json, more/b.json); two inputs
-that would get the same _file_ are an error.
+Each input is named by its path relative to its SRC, with '/' separators; a
+SRC that is a file gives its base name. With several SRCs, each path is
+prefixed by its SRC's base name (runs/a.json, more/b.json); two inputs that
+would get the same name are an error. Queries show the name in
+runs.import_file; the store is one source, so _file_ is the store's path. A
+session_id that several inputs share is stored as <id>@<input>, the input's
+id kept in original_session_id, so (_file_, session_id) stays unique.
 
 --mode replace (default): the new generation holds exactly the given inputs.
 --mode append: it holds the current generation's rows plus the given inputs,
-whose rows replace any earlier rows with the same _file_.
+whose rows replace any earlier rows of the same input.
 The same inputs always give the same rows.
 
 --errors strict (default): the first unreadable or unrecognized file stops the
@@ -117,8 +121,10 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if dest != nil {
 		defer dest.Close()
 		st, err = dest.stageImport(ctx, o.mode == importAppend)
-	} else {
+	} else if err = storyline.CheckTarget(local); err == nil {
 		st, err = storyline.Prepare(local)
+	} else {
+		err = fmt.Errorf("--to %w", err)
 	}
 	if err != nil {
 		return err
@@ -165,6 +171,9 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	fmt.Fprintf(e.stdout, "imported %d file(s) into %s %s: %d runs, %d steps, %d tool_calls\n",
 		imported, where, g.Name(),
 		m.Tables[model.RelRuns].Rows, m.Tables[model.RelSteps].Rows, m.Tables[model.RelToolCalls].Rows)
+	if n := len(m.RenamedSessions); n > 0 {
+		fmt.Fprintf(e.stdout, "%d Storyline(s) share a session_id with another input's and are stored as <session_id>@<input> (original_session_id keeps the input's id)\n", n)
+	}
 	for _, err := range failures {
 		fmt.Fprintln(e.stderr, "error:", err)
 	}

@@ -64,6 +64,7 @@ and lets you inspect, import and query them.`,
 	for _, f := range commands {
 		root.AddCommand(f(e))
 	}
+	registerCompletions(root)
 	return root
 }
 

@@ -15,7 +15,7 @@ func init() {
 			Use:   "store",
 			Short: "Inspect and maintain Storyline stores",
 		}
-		cmd.AddCommand(storeShowCmd(e), storeGCCmd(e))
+		cmd.AddCommand(storeShowCmd(e), storeGCCmd(e), storeUpgradeCmd(e))
 		return cmd
 	})
 }
@@ -93,4 +93,36 @@ longest-lived Snapshot (a query, or a server between refreshes).`,
 	}
 	cmd.Flags().DurationVar(&retention, "retention", storyline.DefaultRetention, "keep generations replaced less than this long ago")
 	return cmd
+}
+
+func storeUpgradeCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "upgrade STORE",
+		Short: "Rewrite a Storyline store written by an older pchronicle in the current format",
+		Long: `Publish the current generation's rows again as a new generation in this
+build's format: a session id that two of the store's inputs share is stored
+qualified by its input (the input's own id stays in original_session_id), and
+import_file is filled. A store written before session ids were made unique is
+refused by queries when two inputs share an id; this makes it readable.
+Readers of the old generation keep it until gc removes it. Nothing is
+written when the store is already current.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := storyline.Open(args[0])
+			if err != nil {
+				return err
+			}
+			g, err := st.Upgrade(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				fmt.Fprintf(e.stdout, "%s is already in the current format\n", st.Dir())
+				return nil
+			}
+			fmt.Fprintf(e.stdout, "upgraded %s to %s: %d runs, %d session id(s) qualified\n",
+				st.Dir(), g.Name(), g.Manifest.Tables["runs"].Rows, len(g.Manifest.RenamedSessions))
+			return nil
+		},
+	}
 }

@@ -20,7 +20,7 @@ import (
 
 // located is a Storyline found in its source's files: the rows to read are
 // those with its session_id and its stored _file_ (a store's rows carry
-// their import provenance there, several Storylines may share a session_id).
+// their input's path there).
 type located struct {
 	src    *catalog.Source
 	res    *catalog.Resolved

@@ -173,12 +173,15 @@ func (r *Reader) LoadStoryline(ctx context.Context, key StorylineKey) (*model.St
 	return nil, ambiguous(key, len(found))
 }
 
-// ErrAmbiguous is wrapped when a store holds several Storylines with the
-// requested session_id (imported from different files).
+// ErrAmbiguous is wrapped when a source holds several Storylines with the
+// requested session_id. Sources keep session ids unique (a store qualifies
+// ids its inputs share, and one written before that is refused when they
+// repeat: docs/storage.md, "Session identity"), so this guards against a
+// store that breaks that promise rather than a case users meet.
 var ErrAmbiguous = errors.New("ambiguous Storyline")
 
 func ambiguous(key StorylineKey, n int) error {
-	return fmt.Errorf("%s is ambiguous: the store holds %d Storylines with that session_id (imported from different files): %w", key, n, ErrAmbiguous)
+	return fmt.Errorf("%s is ambiguous: the source holds %d Storylines with that session_id: %w", key, n, ErrAmbiguous)
 }
 
 // EachStoryline calls fn with every Storyline of one source that f selects,

@@ -231,8 +231,9 @@ func TestReaderKeepsNoFileBytes(t *testing.T) {
 	}
 }
 
-// A store may hold Storylines imported from several files: rows merge by
-// (session_id, import file), and a session_id held twice is ambiguous.
+// A store may hold Storylines imported from several files; a session_id
+// that two of them share is stored qualified by its file, so each is
+// loaded by its own id and the shared id names none.
 func TestLoadStorylineFromStore(t *testing.T) {
 	root := t.TempDir()
 	st, err := storyline.OpenOrCreate(filepath.Join(root, "store"))
@@ -267,8 +268,17 @@ func TestLoadStorylineFromStore(t *testing.T) {
 	if len(sl.Steps) != 2 || sl.Run.File != "store" || sl.Steps[1].File != "store" {
 		t.Errorf("s1: %d steps, _file_ %q", len(sl.Steps), sl.Run.File)
 	}
-	if _, err := reader.LoadStoryline(context.Background(), StorylineKey{"prod", "store", "s2"}); !errors.Is(err, ErrAmbiguous) {
-		t.Errorf("s2: err = %v, want ambiguous", err)
+	for id, steps := range map[string]int{"s2@one.json": 3, "s2@two.json": 5} {
+		sl, err := reader.LoadStoryline(context.Background(), StorylineKey{"prod", "store", id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sl.Steps) != steps || sl.Run.OriginalSessionID == nil || *sl.Run.OriginalSessionID != "s2" {
+			t.Errorf("%s: %d steps, run %+v", id, len(sl.Steps), sl.Run)
+		}
+	}
+	if _, err := reader.LoadStoryline(context.Background(), StorylineKey{"prod", "store", "s2"}); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("s2: err = %v, want not found", err)
 	}
 }
 

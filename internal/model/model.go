@@ -17,7 +17,7 @@ import "time"
 // `since` tag, see Column.Since) as NULL, and reject versions they do not
 // know.
 const (
-	SchemaVersion    = 2
+	SchemaVersion    = 3
 	MinSchemaVersion = 1
 )
 
@@ -102,6 +102,11 @@ type Run struct {
 	// Extra is a JSON object with everything the source had that no column
 	// holds, or NULL.
 	Extra *string `parquet:"extra,optional" json:"extra" text:"free"`
+	// ImportFile is the input a Storyline store's row was imported from,
+	// as pchronicle import named it (relative to its SRC): the store is one
+	// source, so its _file_ is the store's path and cannot say it. NULL
+	// for rows not read from an imported store.
+	ImportFile *string `parquet:"import_file,optional" json:"import_file,omitempty" since:"3"`
 }
 
 // SubagentRef is one link from a Storyline to a subagent Storyline, as

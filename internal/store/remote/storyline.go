@@ -67,6 +67,11 @@ func StageStoryline(ctx context.Context, b objstore.Bucket, prefix, dir string, 
 	if err != nil {
 		return nil, err
 	}
+	if cur == nil {
+		if err := checkTarget(ctx, b, prefix); err != nil {
+			return nil, err
+		}
+	}
 	highest, err := highestGeneration(ctx, b, prefix)
 	if err != nil {
 		return nil, err
@@ -89,6 +94,45 @@ func StageStoryline(ctx context.Context, b objstore.Bucket, prefix, dir string, 
 		return nil, err
 	}
 	return &Staged{Store: st, Current: cur}, nil
+}
+
+// checkTarget refuses a prefix that is not a store yet but holds objects
+// other than what an interrupted first publication leaves (gen-*/...):
+// publishing CURRENT there would make discovery read the prefix as the
+// store from then on, and never again the user's objects under it. It
+// lists only until it has found a few.
+func checkTarget(ctx context.Context, b objstore.Bucket, prefix string) error {
+	base := strings.TrimSuffix(prefix, "/")
+	if base != "" {
+		base += "/"
+	}
+	const shown = 3
+	errEnough := errors.New("enough")
+	var foreign []string
+	err := b.List(ctx, base, func(o objstore.ObjectInfo) error {
+		rel := strings.TrimPrefix(o.Key, base)
+		if first, _, _ := strings.Cut(rel, "/"); strings.Contains(rel, "/") {
+			if _, ok := storyline.ParseGenerationName(first); ok {
+				return nil
+			}
+		}
+		if foreign = append(foreign, rel); len(foreign) > shown {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	list := strings.Join(foreign[:min(len(foreign), shown)], ", ")
+	if len(foreign) > shown {
+		list += ", …"
+	}
+	return fmt.Errorf("%s/%s is not empty and not a Storyline store (it holds %s): a store is a prefix pchronicle owns, so name a new or empty one",
+		b, base, list)
 }
 
 // readCurrent stats and reads <prefix>/CURRENT; a missing one is a new

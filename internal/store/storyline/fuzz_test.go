@@ -3,10 +3,12 @@ package storyline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
@@ -37,7 +39,9 @@ func FuzzDecodeManifest(f *testing.F) {
 	}
 	f.Add(real)
 	f.Add(testutil.Replace(f, real, `"runs.parquet"`, `"../runs.parquet"`))
-	f.Add(testutil.Replace(f, real, `"schema_version": 2`, `"schema_version": 9`))
+	f.Add(testutil.Replace(f, real, fmt.Sprintf(`"schema_version": %d`, model.SchemaVersion), `"schema_version": 99`))
+	f.Add(testutil.Replace(f, real, fmt.Sprintf(`"format_version": %d`, FormatVersion), `"format_version": 1`))
+	f.Add([]byte(`{"schema_version": 3, "format_version": 2, "generation": 0, "created_at": "2026-01-01T00:00:00Z", "tables": {}, "renamed_sessions": [{"_file_": "a", "session_id": "s", "stored_as": "s"}]}`))
 	f.Add(append(append([]byte(nil), real...), []byte(`{}`)...))
 	f.Add([]byte(`{"generation": -1}`))
 	f.Add([]byte(`{"unknown": 1}`))

@@ -28,6 +28,9 @@ type Manifest struct {
 	// SchemaVersion is model.SchemaVersion of the writer; readers reject
 	// versions they do not know.
 	SchemaVersion int `json:"schema_version"`
+	// FormatVersion is the generation format (FormatVersion); absent in
+	// version 1, whose session ids may repeat across inputs.
+	FormatVersion int `json:"format_version,omitempty"`
 	// Generation is the number in the directory name (gen-000042 → 42).
 	Generation int64 `json:"generation"`
 	// CreatedAt is when the generation was committed (UTC).
@@ -39,6 +42,10 @@ type Manifest struct {
 	Lineage *Lineage `json:"lineage,omitempty"`
 	// Sources records the inputs an import normalized, one entry per _file_.
 	Sources []SourceInfo `json:"sources,omitempty"`
+	// RenamedSessions lists the Storylines stored under a qualified
+	// session id because their input's id repeated in another input
+	// (identity.go), sorted by _file_ and session id.
+	RenamedSessions []RenamedSession `json:"renamed_sessions,omitempty"`
 }
 
 // TableInfo describes one Parquet file of a generation.
@@ -130,6 +137,19 @@ func (m *Manifest) validate() error {
 		if t.Rows < 0 || t.Bytes < 0 || t.RowGroups < 0 {
 			return fmt.Errorf("corrupt manifest: table %q has negative counts", rel)
 		}
+	}
+	if m.FormatVersion < 0 || m.FormatVersion == 1 || m.FormatVersion > FormatVersion {
+		return fmt.Errorf("unsupported format_version %d (this build reads 2 to %d, or none)", m.FormatVersion, FormatVersion)
+	}
+	if len(m.RenamedSessions) > 0 && m.FormatVersion < 2 {
+		return fmt.Errorf("corrupt manifest: renamed_sessions needs format_version 2")
+	}
+	stored := map[string]bool{}
+	for _, r := range m.RenamedSessions {
+		if r.SessionID == "" || r.StoredAs == "" || r.StoredAs == r.SessionID || stored[r.StoredAs] {
+			return fmt.Errorf("corrupt manifest: renamed_sessions: invalid entry for _file_ %q session_id %q", r.File, r.SessionID)
+		}
+		stored[r.StoredAs] = true
 	}
 	if m.Lineage != nil && m.Lineage.EventsURI == "" {
 		return fmt.Errorf("corrupt manifest: lineage.events_uri is empty")

@@ -19,6 +19,7 @@ type sorter[T row] struct {
 	size   func(*T) int64
 	file   func(*T) string
 	drop   map[string]bool // discarded _file_ values, shared by the Writer
+	out    func(*T)        // applied to each row as it is published (renames); nil: none
 	buf    []T
 	spills []string
 }
@@ -117,6 +118,9 @@ func (s *sorter[T]) drain(ctx context.Context, tw *tableWriter[T]) error {
 			if s.drop[s.file(&s.buf[i])] {
 				continue
 			}
+			if s.out != nil {
+				s.out(&s.buf[i])
+			}
 			if err := tw.write(&s.buf[i]); err != nil {
 				return err
 			}
@@ -163,6 +167,9 @@ func (s *sorter[T]) merge(ctx context.Context, tw *tableWriter[T]) error {
 		}
 		c := h.runs[0]
 		if !s.drop[s.file(c.cur)] {
+			if s.out != nil {
+				s.out(c.cur) // after it was ordered: the order is the inputs' ids
+			}
 			if err := tw.write(c.cur); err != nil {
 				return err
 			}

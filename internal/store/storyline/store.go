@@ -97,6 +97,52 @@ func Prepare(dir string) (*Store, error) {
 	return &Store{dir: abs, now: time.Now}, nil
 }
 
+// ErrNotEmpty is matched by CheckTarget's error for a directory that holds
+// files of its own, or a file.
+var ErrNotEmpty = errors.New("not an empty directory or a Storyline store")
+
+// CheckTarget reports whether an importer may make dir a store: dir is a
+// store already, or does not exist, or holds nothing but what an unfinished
+// first write of a store leaves (LOCK, .tmp-gen-*, gen-*). Any other
+// content is the user's (a folder of trajectories, typically): a store
+// written there would take it over, and discovery would then read the
+// folder as the store and never again as the user's files.
+func CheckTarget(dir string) error {
+	if IsStore(dir) {
+		return nil
+	}
+	if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err == nil && !st.IsDir() {
+		return fmt.Errorf("%s is a file, %w: a store is a directory pchronicle owns, so name a new or empty directory", dir, ErrNotEmpty)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("storyline: %w", err)
+	}
+	var foreign []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == lockFile || strings.HasPrefix(name, tmpPrefix) || (e.IsDir() && strings.HasPrefix(name, genPrefix)) {
+			continue
+		}
+		if e.IsDir() {
+			name += "/"
+		}
+		foreign = append(foreign, name)
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	more := ""
+	if len(foreign) > 3 {
+		more = fmt.Sprintf(" and %d more", len(foreign)-3)
+		foreign = foreign[:3]
+	}
+	return fmt.Errorf("%s is %w (it holds %s%s): a store is a directory pchronicle owns, so name a new or empty directory",
+		dir, ErrNotEmpty, strings.Join(foreign, ", "), more)
+}
+
 // Open opens an existing store.
 func Open(dir string) (*Store, error) {
 	s, err := Prepare(dir)

@@ -48,6 +48,7 @@ type Writer struct {
 	calls   *sorter[model.ToolCall]
 	sources []SourceInfo
 	dropped map[string]bool
+	ids     *identity // the Storylines added, to rename repeated session ids
 	done    bool
 }
 
@@ -141,6 +142,7 @@ func (s *Store) newWriter() (*Writer, error) {
 		created: created,
 		limit:   DefaultMemoryLimit,
 		dropped: dropped,
+		ids:     newIdentity(),
 		runs:    newSorter(model.RelRuns, spill, dropped, cmpRun, sizeRun, func(r *model.Run) string { return r.File }),
 		steps:   newSorter(model.RelSteps, spill, dropped, cmpStep, sizeStep, func(r *model.Step) string { return r.File }),
 		calls:   newSorter(model.RelToolCalls, spill, dropped, cmpToolCall, sizeToolCall, func(r *model.ToolCall) string { return r.File }),
@@ -156,6 +158,7 @@ func (w *Writer) Add(sl *model.Storyline) error {
 		return errors.New("storyline: Add after Commit or Abort")
 	}
 	if !sl.More {
+		w.ids.add(&sl.Run)
 		w.bytes += w.runs.add(&sl.Run)
 	}
 	for i := range sl.Steps {
@@ -185,19 +188,41 @@ func (w *Writer) AddSource(src SourceInfo) {
 }
 
 // CopyFrom adds the rows of generation g for which keep(_file_, session_id)
-// is true: an import in append mode keeps the files it does not replace, a
-// projection keeps the sessions whose events did not change. The Writer
-// then publishes only while g is still current (see NewGeneration).
+// is true (the id as g stores it): an import in append mode keeps the files
+// it does not replace, a projection keeps the sessions whose events did not
+// change. Session ids g had to qualify are copied as their inputs gave
+// them, and the new generation qualifies those that still repeat. The
+// Writer then publishes only while g is still current (see NewGeneration).
 func (w *Writer) CopyFrom(ctx context.Context, g *Generation, keep func(file, sessionID string) bool) error {
 	w.mu.Lock()
 	w.copied = append(w.copied, g.Number)
 	w.mu.Unlock()
-	err := copyRows(ctx, w, g.Path(model.RelRuns), w.runs, func(r *model.Run) bool { return keep(r.File, r.SessionID) })
+	rs := restorer(&g.Manifest)
+	err := copyRows(ctx, w, g.Path(model.RelRuns), w.runs, func(r *model.Run) bool {
+		if !keep(r.File, r.SessionID) {
+			return false
+		}
+		rs.run(r)
+		w.ids.add(r)
+		return true
+	})
 	if err == nil {
-		err = copyRows(ctx, w, g.Path(model.RelSteps), w.steps, func(r *model.Step) bool { return keep(r.File, r.SessionID) })
+		err = copyRows(ctx, w, g.Path(model.RelSteps), w.steps, func(r *model.Step) bool {
+			if !keep(r.File, r.SessionID) {
+				return false
+			}
+			rs.step(r)
+			return true
+		})
 	}
 	if err == nil {
-		err = copyRows(ctx, w, g.Path(model.RelToolCalls), w.calls, func(r *model.ToolCall) bool { return keep(r.File, r.SessionID) })
+		err = copyRows(ctx, w, g.Path(model.RelToolCalls), w.calls, func(r *model.ToolCall) bool {
+			if !keep(r.File, r.SessionID) {
+				return false
+			}
+			rs.call(r)
+			return true
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("storyline: copy from %s: %w", g.Name(), err)
@@ -291,6 +316,9 @@ func (w *Writer) commit(ctx context.Context, lineage *Lineage, create bool) (g *
 			w.s.removeUnpublished(unlock, w.created)
 		}
 	}()
+	renames, renamed := w.ids.plan(w.dropped)
+	rn := &renamer{ids: renames}
+	w.runs.out, w.steps.out, w.calls.out = rn.run, rn.step, rn.call
 	tables, err := w.writeTables(ctx)
 	if err != nil {
 		return nil, err
@@ -314,12 +342,14 @@ func (w *Writer) commit(ctx context.Context, lineage *Lineage, create bool) (g *
 		return nil, err
 	}
 	m := Manifest{
-		SchemaVersion: model.SchemaVersion,
-		Generation:    num,
-		CreatedAt:     w.s.now().UTC(),
-		Tables:        tables,
-		Lineage:       lineage,
-		Sources:       w.sources,
+		SchemaVersion:   model.SchemaVersion,
+		FormatVersion:   FormatVersion,
+		Generation:      num,
+		CreatedAt:       w.s.now().UTC(),
+		Tables:          tables,
+		Lineage:         lineage,
+		Sources:         w.sources,
+		RenamedSessions: renamed,
 	}
 	if err := w.install(ctx, m); err != nil {
 		return nil, err

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/text"
+)
+
+// Cells read as SQL: nested values in DuckDB's notation, floats without
+// binary noise in a table and exact in CSV, control characters escaped.
+func TestValueText(t *testing.T) {
+	a, b := 0.1, 0.2 // at run time: constants would add exactly
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		v          any
+		table, csv string
+	}{
+		{[]any{int64(1), int64(2)}, "[1, 2]", "[1, 2]"},
+		{map[string]any{"b": []any{"it's", nil}, "a": 1.5}, "{'a': 1.5, 'b': ['it''s', NULL]}", "{'a': 1.5, 'b': ['it''s', NULL]}"},
+		{[]any{ts}, "['2026-01-02T03:04:05Z']", "['2026-01-02T03:04:05Z']"},
+		{1.0872334000000001, "1.0872334", "1.0872334000000001"},
+		{a + b, "0.3", "0.30000000000000004"},
+		{1.0 / 3, "0.3333333333", "0.3333333333333333"},
+		{123456789012.345, "123456789012", "1.23456789012345e+11"},
+		{1.5e-7, "1.5e-07", "1.5e-07"},
+		{1e20, "1e+20", "1e+20"},
+		{nil, "NULL", ""},
+		{"a\tb\nc\x1b[31m", `a b\nc\x1b[31m`, "a\tb\nc\x1b[31m"},
+	}
+	for _, tt := range tests {
+		if got := tableCell(tt.v); got != tt.table {
+			t.Errorf("table %#v: %q, want %q", tt.v, got, tt.table)
+		}
+		if got := plain(tt.v); got != tt.csv {
+			t.Errorf("csv %#v: %q, want %q", tt.v, got, tt.csv)
+		}
+	}
+}
+
+// A cut cell keeps its beginning and its end (a path's file name) and is
+// measured in display columns: a CJK character takes two.
+func TestCutMiddle(t *testing.T) {
+	tests := []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"inspect/logs/2025-01-01_task.eval", 16, "inspect/…sk.eval"},
+		{"inspect/logs/2025-01-01_task.eval", 26, "insp…/2025-01-01_task.eval"},
+		{"漢字漢字漢字漢字", 9, "漢字…漢字"},
+		{"漢字漢字漢字漢字", 8, "漢字…字"},
+		{"abc", 1, "…"},
+	}
+	for _, tt := range tests {
+		got := cutMiddle(tt.s, tt.width)
+		if got != tt.want {
+			t.Errorf("cutMiddle(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+		}
+		if w := text.StringWidthWithoutEscSequences(got); w > tt.width {
+			t.Errorf("cutMiddle(%q, %d) is %d wide", tt.s, tt.width, w)
+		}
+	}
+}
+
+// On a terminal every line fits its width, whatever the columns hold;
+// columns are left out from the middle when even cut ones do not fit.
+func TestTableFitsTerminal(t *testing.T) {
+	cols := []string{"_file_", "n", "漢字のコラム", "path", "reported_completion_tokens", "last"}
+	for _, width := range []int{40, 80, 120} {
+		tw := newTableWriter(cols, false, width, 3)
+		for i := range 5 {
+			tw.write([]any{"dir/" + strings.Repeat("x", 50) + "/file.json", int64(i * 1000), "漢字" + strings.Repeat("字", 30), "/a/b/c", 1.25, "z"})
+		}
+		var b strings.Builder
+		if err := tw.render(&b, ""); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		for _, l := range lines {
+			if w := text.StringWidthWithoutEscSequences(l); w > width {
+				t.Errorf("width %d: line is %d wide: %q", width, w, l)
+			}
+		}
+		if !strings.Contains(b.String(), "┘\n5 rows (3 shown)") {
+			t.Errorf("width %d: no row count under the table:\n%s", width, b.String())
+		}
+		if !strings.Contains(b.String(), "file.json") {
+			t.Errorf("width %d: a cut path lost its file name:\n%s", width, b.String())
+		}
+		if width == 40 && !strings.Contains(b.String(), "6 columns (") {
+			t.Errorf("width 40: footer does not say columns were left out:\n%s", b.String())
+		}
+	}
+}

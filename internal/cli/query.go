@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,7 @@ prints how many sources each relation considered, skipped and resolved.`,
 				return err
 			}
 			defer closeAll()
+			defer func() { err = inUserTerms(cmd, err) }()
 			rows, err := eng.Stream(cmd.Context(), sqlText, engine.QueryOptions{})
 			if err != nil {
 				return err
@@ -145,6 +147,24 @@ func writeRows(w io.Writer, outFormat string, maxRows int, rows *engine.Rows) er
 		return err
 	}
 	return rw.Close()
+}
+
+// inUserTerms says why a query stopped in the terms of the command line:
+// the flag whose limit it reached, or the interrupt the user sent.
+func inUserTerms(cmd *cobra.Command, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cmd.Context().Err() != nil:
+		return fmt.Errorf("query interrupted (Ctrl-C or a signal): %w", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		limit := "the default"
+		if f := cmd.Flags().Lookup("timeout"); f != nil {
+			limit = f.Value.String()
+		}
+		return fmt.Errorf("the query ran longer than --timeout (%s): raise --timeout, or 0 for none: %w", limit, err)
+	}
+	return err
 }
 
 // writePlan prints EXPLAIN's plan as DuckDB's CLI does: the drawn tree as

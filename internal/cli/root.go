@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,11 +71,34 @@ and lets you inspect, import and query them.`,
 	return root
 }
 
+// sqlAfterFlags moves arguments that begin with "--" but are SQL (a
+// statement behind a comment: "-- daily\nSELECT …") after a "--", so the
+// flag parser takes them as arguments. A flag never has white space before
+// its "="; such SQL always has some.
+func sqlAfterFlags(args []string) []string {
+	var keep, sql []string
+	for _, a := range args {
+		if a == "--" {
+			return args // the user ended the flags already
+		}
+		name, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(a, "--") && strings.ContainsAny(name, " \t\n") {
+			sql = append(sql, a)
+		} else {
+			keep = append(keep, a)
+		}
+	}
+	if sql == nil {
+		return args
+	}
+	return append(append(keep, "--"), sql...)
+}
+
 // Execute runs the CLI with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := NewRoot(e)
-	root.SetArgs(args)
+	root.SetArgs(sqlAfterFlags(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0

@@ -71,7 +71,9 @@ prints how many sources each relation considered, skipped and resolved.`,
 			}
 			defer closeAll()
 			defer func() { err = inUserTerms(cmd, err) }()
-			rows, err := eng.Stream(cmd.Context(), sqlText, engine.QueryOptions{})
+			ctx, done := withNormalizing(cmd.Context(), e.stderr)
+			rows, err := eng.Stream(ctx, sqlText, engine.QueryOptions{})
+			done()
 			if err != nil {
 				return err
 			}

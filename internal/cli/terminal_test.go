@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,19 +26,29 @@ import (
 // (line ends as \n) and its exit code. Standard error stays a pipe.
 func onTerminal(t *testing.T, cols int, env []string, args ...string) (string, int) {
 	t.Helper()
+	return runOnTerminal(t, false, 50, cols, env, args...)
+}
+
+// runOnTerminal is onTerminal with standard error, instead of standard
+// output, on the terminal when stderrTTY is set, and a terminal of the
+// given rows.
+func runOnTerminal(t *testing.T, stderrTTY bool, rows, cols int, env []string, args ...string) (string, int) {
+	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	defer ptmx.Close()
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: uint16(cols)}); err != nil {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(testutil.Binary(t), args...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir()), env...)
-	cmd.Stdout = tty
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	cmd.Stdout, cmd.Stderr = tty, &stderr
+	if stderrTTY {
+		cmd.Stdout, cmd.Stderr = &stderr, tty
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -180,5 +191,31 @@ func TestQueryJSONValuesAndTruncationMarker(t *testing.T) {
 	out, _, _ = testutil.Run(t, "query", ex, "SELECT step_id FROM steps", "--max-output-rows", "3")
 	if !strings.Contains(out, "more than 3 rows") {
 		t.Fatalf("table: no footer saying the result was cut:\n%s", out)
+	}
+}
+
+// While query, stats and find normalize sources, a terminal shows how many
+// sources and bytes are done, the rate and the time left; a pipe gets
+// nothing of it.
+func TestNormalizeProgressOnTerminalOnly(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	for _, args := range [][]string{
+		{"query", samples, "SELECT count(*) FROM steps"},
+		{"stats", samples},
+		{"find", samples, "--text", "error"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			out, code := runOnTerminal(t, true, 50, 100, nil, append(args, "--max-concurrent-sources", "1")...)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, out)
+			}
+			if !regexp.MustCompile(`normalizing \d+/\d+ sources .*MB`).MatchString(out) {
+				t.Fatalf("no progress with sources and bytes on the terminal:\n%.2000s", out)
+			}
+			_, stderr, _ := testutil.Run(t, args...)
+			if strings.Contains(stderr, "normalizing") {
+				t.Fatalf("progress on a pipe:\n%.2000s", stderr)
+			}
+		})
 	}
 }

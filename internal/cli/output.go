@@ -196,4 +196,3 @@ func marshalRow(columns []string, values []any) ([]byte, error) {
 	b.WriteByte('}')
 	return []byte(b.String()), nil
 }
-

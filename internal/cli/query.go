@@ -72,6 +72,10 @@ prints how many sources each relation considered, skipped and resolved.`,
 			defer closeAll()
 			defer func() { err = inUserTerms(cmd, err) }()
 			ctx, done := withNormalizing(cmd.Context(), e.stderr)
+			if sqlText, err = expandPivot(ctx, eng, sqlText); err != nil {
+				done()
+				return err
+			}
 			rows, err := eng.Stream(ctx, sqlText, engine.QueryOptions{})
 			done()
 			if err != nil {

@@ -34,6 +34,8 @@ func TestQuerySQLInputAndErrors(t *testing.T) {
 		{"--sql -", "SELECT count(*) AS n FROM runs", []string{"query", ex, "--sql", "-", "--format", "csv"}, "n\n5\n"},
 		{"leading comment", "", []string{"query", ex, "-- how many\nSELECT count(*) AS n FROM runs", "--format", "csv"}, "n\n5\n"},
 		{"SUMMARIZE", "", []string{"query", ex, "SELECT column_name, count FROM (SUMMARIZE runs) WHERE column_name = 'step_count'", "--format", "csv"}, "column_name,count\nstep_count,5\n"},
+		{"PIVOT without IN", "", []string{"query", ex, "-- formats by status\npivot runs ON source_format USING count(*) GROUP BY status ORDER BY status;", "--format", "csv"},
+			"status,atif/1.6,openai/chat-jsonl,openai/codex-rollout\ncompleted,0,0,1\nunknown,1,3,0\n"},
 		{"PIVOT with IN", "", []string{"query", ex, "SELECT * FROM (PIVOT (SELECT status FROM runs) ON status IN ('completed') USING count(*))", "--format", "csv"}, "completed\n1\n"},
 	}
 	for _, tc := range ok {
@@ -52,7 +54,8 @@ func TestQuerySQLInputAndErrors(t *testing.T) {
 		{"syntax error has DuckDB's caret", []string{"query", ex, "SELECT 1,\n  2 FROMM x"}, []string{"syntax error at or near \"x\"", "LINE 2:   2 FROMM x\n                  ^"}},
 		{"COPY names the alternative", []string{"query", ex, "COPY runs TO 'out.csv'"}, []string{"COPY writes files", "--format csv", "> file"}},
 		{"CREATE names its kind", []string{"query", ex, "CREATE TABLE t AS SELECT 1"}, []string{"CREATE changes data"}},
-		{"PIVOT without IN", []string{"query", ex, "SELECT * FROM (PIVOT runs ON status USING count(*))"}, []string{"IN list of values"}},
+		{"PIVOT without IN inside FROM", []string{"query", ex, "SELECT * FROM (PIVOT runs ON status USING count(*))"}, []string{"IN list of values"}},
+		{"PIVOT's values are read in the sandbox", []string{"query", ex, "PIVOT read_csv('/etc/passwd') ON a USING count(*)"}, []string{"table function read_csv is not allowed"}},
 		{"no Dataset", []string{"query", "SELECT 1"}, []string{"no Dataset", "give the Dataset first"}},
 		{"timeout", []string{"query", ex, slowSQL, "--timeout", "1ms"}, []string{"--timeout (1ms)"}},
 	}

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/pchronicle/pchronicle/internal/engine"
 )
 
 // Cells read as SQL: nested values in DuckDB's notation, floats without
@@ -94,4 +98,37 @@ func TestTableFitsTerminal(t *testing.T) {
 			t.Errorf("width 40: footer does not say columns were left out:\n%s", b.String())
 		}
 	}
+}
+
+// A top-level PIVOT becomes a subquery, and each ON expression without an
+// IN list gets the values the data holds; quotes, parentheses, comments and
+// words that merely contain a keyword are not taken for its clauses.
+func TestExpandPivot(t *testing.T) {
+	q := fakeValues{"SELECT DISTINCT CAST((status) AS VARCHAR) FROM (SELECT status, 'on' AS x FROM runs) WHERE (status) IS NOT NULL ORDER BY 1": {"a'b", "c"}}
+	tests := []struct{ in, want string }{
+		{"SELECT 1", "SELECT 1"},
+		{"-- note\nPIVOT (SELECT status, 'on' AS x FROM runs) ON status USING count(*) GROUP BY session;",
+			"SELECT * FROM (PIVOT (SELECT status, 'on' AS x FROM runs) ON status IN ('a''b', 'c') USING count(*) GROUP BY session)"},
+		{"pivot runs on kind in ('x') using count(*)", "SELECT * FROM (PIVOT runs ON kind in ('x') using count(*))"},
+	}
+	for _, tt := range tests {
+		got, err := expandPivot(context.Background(), q, tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("expandPivot(%q) = %q, %v\nwant %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+type fakeValues map[string][]string
+
+func (f fakeValues) Query(_ context.Context, sql string, _ engine.QueryOptions) (*engine.Result, error) {
+	vals, ok := f[sql]
+	if !ok {
+		return nil, fmt.Errorf("unexpected query %q", sql)
+	}
+	res := &engine.Result{}
+	for _, v := range vals {
+		res.Rows = append(res.Rows, []any{v})
+	}
+	return res, nil
 }

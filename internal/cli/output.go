@@ -54,13 +54,11 @@ func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
 	rw := &rowWriter{w: bufio.NewWriterSize(w, 64<<10), format: format, columns: columns}
 	switch format {
 	case fmtTable, fmtMarkdown:
-		width, rows := 0, 0
+		width := 0
 		if format == fmtTable {
-			if width = terminalWidth(w); width > 0 {
-				rows = terminalRows
-			}
+			width = terminalWidth(w)
 		}
-		rw.tw = newTableWriter(columns, format == fmtMarkdown, width, rows)
+		rw.tw = newTableWriter(columns, format == fmtMarkdown, width, 0)
 	case fmtCSV:
 		rw.cw = csv.NewWriter(rw.w)
 		rw.cw.Write(columns)
@@ -71,12 +69,20 @@ func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
 }
 
 // maxRows sets how many rows a table or markdown shows (0: all); the
-// footer counts the rest. Negative keeps the default: terminalRows on a
-// terminal, all elsewhere.
+// footer counts the rest and names --max-rows, so only a command with that
+// flag calls it. Negative is the default: terminalRows on a terminal, all
+// elsewhere.
 func (rw *rowWriter) maxRows(n int) {
-	if rw.tw != nil && n >= 0 {
-		rw.tw.maxRows = n
+	if rw.tw == nil {
+		return
 	}
+	if n < 0 {
+		n = 0
+		if rw.tw.width > 0 {
+			n = terminalRows
+		}
+	}
+	rw.tw.maxRows = n
 }
 
 // jsonColumns marks the columns that hold JSON text, by their DuckDB type

@@ -35,7 +35,7 @@ type tableWriter struct {
 const plainCell = 60
 
 // minCell is the narrowest a column is cut to before columns are left out.
-const minCell = 8
+const minCell = 10
 
 func newTableWriter(columns []string, markdown bool, width, maxRows int) *tableWriter {
 	numeric := make([]int8, len(columns))

@@ -74,15 +74,17 @@ and lets you inspect, import and query them.`,
 // sqlAfterFlags moves arguments that begin with "--" but are SQL (a
 // statement behind a comment: "-- daily\nSELECT …") after a "--", so the
 // flag parser takes them as arguments. A flag never has white space before
-// its "="; such SQL always has some.
+// its "="; such SQL always has some. An argument right after a flag is
+// left alone: it is that flag's value (--sql "-- daily\nSELECT …").
 func sqlAfterFlags(args []string) []string {
 	var keep, sql []string
-	for _, a := range args {
+	for i, a := range args {
 		if a == "--" {
 			return args // the user ended the flags already
 		}
 		name, _, _ := strings.Cut(a, "=")
-		if strings.HasPrefix(a, "--") && strings.ContainsAny(name, " \t\n") {
+		afterFlag := i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=")
+		if strings.HasPrefix(a, "--") && strings.ContainsAny(name, " \t\n") && !afterFlag {
 			sql = append(sql, a)
 		} else {
 			keep = append(keep, a)

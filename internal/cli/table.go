@@ -152,7 +152,7 @@ func (t *tableWriter) footer(shownColumns int, stopped string) string {
 	if cut || t.width > 0 || stopped != "" {
 		s := fmt.Sprintf("%s %s", commas(t.total), plural(t.total, "row", "rows"))
 		if stopped != "" {
-			s = fmt.Sprintf("more than %s rows", commas(t.total))
+			s = stopped // it says how many rows came before the cap
 		}
 		if cut {
 			s += fmt.Sprintf(" (%s shown)", commas(int64(len(t.rows))))
@@ -162,11 +162,8 @@ func (t *tableWriter) footer(shownColumns int, stopped string) string {
 	if shown := shownColumns; shown < len(t.columns) {
 		parts = append(parts, fmt.Sprintf("%d columns (%d shown)", len(t.columns), shown-1))
 	}
-	if cut && stopped == "" {
+	if cut {
 		parts = append(parts, "--max-rows 0 shows all")
-	}
-	if stopped != "" {
-		parts = append(parts, stopped)
 	}
 	foot := strings.Join(parts, "; ")
 	if t.width > 0 && text.StringWidthWithoutEscSequences(foot) > t.width {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,21 @@ func (f fakeValues) Query(_ context.Context, sql string, _ engine.QueryOptions) 
 		res.Rows = append(res.Rows, []any{v})
 	}
 	return res, nil
+}
+
+// SQL that starts with a comment is an argument, not an unknown flag; the
+// value of a flag stays that flag's.
+func TestSQLAfterFlags(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"query", "ds", "-- c\nSELECT 1", "--format", "csv"}, []string{"query", "ds", "--format", "csv", "--", "-- c\nSELECT 1"}},
+		{[]string{"query", "ds", "--sql", "-- c\nSELECT 1"}, []string{"query", "ds", "--sql", "-- c\nSELECT 1"}},
+		{[]string{"find", "ds", "--text", "-- not sql"}, []string{"find", "ds", "--text", "-- not sql"}},
+		{[]string{"query", "ds", "--sql=SELECT 1"}, []string{"query", "ds", "--sql=SELECT 1"}},
+		{[]string{"query", "ds", "--", "-- c\nSELECT 1"}, []string{"query", "ds", "--", "-- c\nSELECT 1"}},
+	}
+	for _, tt := range tests {
+		if got := sqlAfterFlags(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("sqlAfterFlags(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }

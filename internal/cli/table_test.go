@@ -150,3 +150,30 @@ func TestSQLAfterFlags(t *testing.T) {
 		}
 	}
 }
+
+// Any text, as a statement, is left alone or becomes a PIVOT subquery; the
+// scanner never panics or loops on quotes, comments or parentheses left
+// open; a cut cell is never wider than asked.
+func FuzzExpandPivot(f *testing.F) {
+	for _, s := range []string{"PIVOT runs ON status USING count(*)", "-- c\npivot (SELECT 'on(' AS x) on x, \"y\" IN ('a') using sum(1) group by z",
+		"PIVOT 'unterminated ON", "PIVOT /* open", "PIVOT (((ON", "pivot runs on", "SELECT 1"} {
+		f.Add(s, 8)
+	}
+	f.Fuzz(func(t *testing.T, sql string, width int) {
+		got, err := expandPivot(context.Background(), anyValues{}, sql)
+		if err == nil && got != sql && !strings.HasPrefix(got, "SELECT * FROM (PIVOT ") {
+			t.Fatalf("expandPivot(%q) = %q", sql, got)
+		}
+		width = width % 200
+		if cut := cutMiddle(sql, width); width >= 0 && text.StringWidthWithoutEscSequences(cut) > max(width, 0) && text.StringWidthWithoutEscSequences(sql) > width {
+			t.Fatalf("cutMiddle(%q, %d) = %q is wider", sql, width, cut)
+		}
+	})
+}
+
+// anyValues answers every values query with two values.
+type anyValues struct{}
+
+func (anyValues) Query(context.Context, string, engine.QueryOptions) (*engine.Result, error) {
+	return &engine.Result{Rows: [][]any{{"a"}, {"b'c"}}}, nil
+}

@@ -95,6 +95,18 @@ func (rw *rowWriter) jsonColumns(types []string) {
 	}
 }
 
+// columnTypes gives a terminal table the DuckDB type of each column, shown
+// under its name.
+func (rw *rowWriter) columnTypes(types []string) {
+	if rw.tw == nil {
+		return
+	}
+	rw.tw.types = make([]string, len(types))
+	for i, t := range types {
+		rw.tw.types[i] = strings.ToLower(t)
+	}
+}
+
 // stop records that the result ends before its last row, and why; Close
 // says so in the output itself: a footer in a table, a final marker object
 // in json and jsonl (CSV has no place for it: the exit status and the

@@ -137,6 +137,7 @@ func writeRows(w io.Writer, outFormat string, maxRows int, rows *engine.Rows) er
 	rw := newRowWriter(w, outFormat, rows.Columns)
 	rw.maxRows(maxRows)
 	rw.jsonColumns(rows.Types)
+	rw.columnTypes(rows.Types)
 	n := 0
 	for rows.Next() {
 		if err := rw.Write(rows.Values()); err != nil {

@@ -26,6 +26,9 @@ type tableWriter struct {
 	// keeps its plain layout and only very long cells are cut.
 	width   int
 	maxRows int // rows kept (0: all)
+	// types, when known, are written under the column names on a
+	// terminal, as DuckDB's CLI does.
+	types   []string
 	rows    [][]string
 	numeric []int8 // per column: 0 nothing but NULL so far, 1 numbers, -1 something else
 	total   int64
@@ -66,9 +69,13 @@ func (t *tableWriter) write(values []any) {
 // render writes the table; stopped, when set, says why the result ends
 // early (the row cap of --max-output-rows), and goes in the footer.
 func (t *tableWriter) render(w io.Writer, stopped string) error {
+	boxTypes := t.width > 0 && len(t.types) == len(t.columns)
 	widths := make([]int, len(t.columns))
 	for i, c := range t.columns {
 		widths[i] = text.StringWidthWithoutEscSequences(c)
+		if boxTypes {
+			widths[i] = max(widths[i], text.StringWidthWithoutEscSequences(t.types[i]))
+		}
 	}
 	for _, r := range t.rows {
 		for i, c := range r {
@@ -98,6 +105,9 @@ func (t *tableWriter) render(w io.Writer, stopped string) error {
 			continue
 		}
 		header[j] = cutMiddle(t.columns[i], widths[i])
+		if boxTypes {
+			header[j] = header[j].(string) + "\n" + cutMiddle(t.types[i], widths[i])
+		}
 		if t.numeric[i] > 0 {
 			configs = append(configs, table.ColumnConfig{Number: j + 1, Align: text.AlignRight, AlignHeader: text.AlignRight})
 		}

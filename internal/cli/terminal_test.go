@@ -97,10 +97,13 @@ func TestQueryTableFitsTheTerminal(t *testing.T) {
 					t.Errorf("line %d columns wide (terminal %d): %q", w, tc.maxWidth, l)
 				}
 			}
-			// 40 rows of the result, each a line of the box, between
-			// three border lines and the header.
-			if n := strings.Count(out, "\n│ "); n != 41 {
-				t.Errorf("%d table lines, want a header and 40 rows:\n%s", n, out)
+			// 40 rows of the result, each a line of the box, under the
+			// column names and their types.
+			if n := strings.Count(out, "\n│ "); n != 42 {
+				t.Errorf("%d table lines, want names, types and 40 rows:\n%s", n, out)
+			}
+			if !strings.Contains(out, "\n│ varchar ") {
+				t.Errorf("no line of column types:\n%s", out)
 			}
 			var count string
 			for _, l := range lines {

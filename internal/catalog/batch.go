@@ -132,6 +132,8 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	// Said for the whole batch before its files say it one by one, so that
 	// the heap is ready before the workers first grow it.
 	hugeheap.Expect(bytes)
+	progress := resolveProgress(ctx)
+	progress.Start(len(todo), bytes)
 	workers := batchWorkers(snap.Options.MaxConcurrentSources, len(todo), bytes)
 	sets := make([]map[string]*scratch, workers) // by worker, then group key
 	work := make(chan int)
@@ -153,6 +155,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 					}
 					if err != nil {
 						errs[i] = err
+						progress.Done(claimed[i].s.Size)
 						continue
 					}
 					sc = &scratch{w: w, dir: dir}
@@ -162,6 +165,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 				s := claimed[i].s
 				snap.resolves.Add(1)
 				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(*s.Revision.(*FileRevision)), sc.w.Add)
+				progress.Done(s.Size)
 			}
 		}()
 	}

@@ -90,7 +90,9 @@ sources before anything is normalized.`,
 		}
 		rw := newRowWriter(e.stdout, out, findColumns)
 		for _, d := range snap.Datasets {
-			res, err := eng.Query(cmd.Context(), findSQL(d, sel, agent, text), engine.QueryOptions{})
+			ctx, done := withNormalizing(cmd.Context(), e.stderr)
+			res, err := eng.Query(ctx, findSQL(d, sel, agent, text), engine.QueryOptions{})
+			done()
 			if err != nil {
 				rw.Close() // the rows of the Datasets before stay printed
 				return fmt.Errorf("Dataset %s: %w", d.Mount.NamespacePath(), err)

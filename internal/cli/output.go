@@ -6,29 +6,33 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
+	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // Output formats shared by every command that prints rows.
 const (
-	fmtTable = "table"
-	fmtCSV   = "csv"
-	fmtJSON  = "json"
-	fmtJSONL = "jsonl"
+	fmtTable    = "table"
+	fmtMarkdown = "markdown"
+	fmtCSV      = "csv"
+	fmtJSON     = "json"
+	fmtJSONL    = "jsonl"
 )
 
 func validFormat(f string) error {
 	switch f {
-	case fmtTable, fmtCSV, fmtJSON, fmtJSONL:
+	case fmtTable, fmtMarkdown, fmtCSV, fmtJSON, fmtJSONL:
 		return nil
 	}
-	return fmt.Errorf("unknown --format %q (want table, csv, json or jsonl)", f)
+	return fmt.Errorf("unknown --format %q (want table, markdown, csv, json or jsonl)", f)
 }
+
+// terminalRows is how many rows a table shows on a terminal unless
+// --max-rows says otherwise, as in DuckDB's CLI.
+const terminalRows = 40
 
 // rowWriter prints rows of named columns in one of the output formats.
 // Values are any JSON-encodable Go value; nil prints as NULL in a table and
@@ -37,17 +41,24 @@ type rowWriter struct {
 	w       *bufio.Writer // the output, buffered: a write per row or cell was a system call each
 	format  string
 	columns []string
-	tw      *tabwriter.Writer
+	tw      *tableWriter
 	cw      *csv.Writer
 	n       int
+	// jsonText marks the columns whose text is JSON: json and jsonl
+	// write it as the JSON value it holds.
+	jsonText []bool
+	stopped  string // why the result ends early, said in-band at Close
 }
 
 func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
 	rw := &rowWriter{w: bufio.NewWriterSize(w, 64<<10), format: format, columns: columns}
 	switch format {
-	case fmtTable:
-		rw.tw = tabwriter.NewWriter(rw.w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(rw.tw, strings.Join(columns, "\t"))
+	case fmtTable, fmtMarkdown:
+		width := 0
+		if format == fmtTable {
+			width = terminalWidth(w)
+		}
+		rw.tw = newTableWriter(columns, format == fmtMarkdown, width, 0)
 	case fmtCSV:
 		rw.cw = csv.NewWriter(rw.w)
 		rw.cw.Write(columns)
@@ -57,17 +68,58 @@ func newRowWriter(w io.Writer, format string, columns []string) *rowWriter {
 	return rw
 }
 
+// maxRows sets how many rows a table or markdown shows (0: all); the
+// footer counts the rest and names --max-rows, so only a command with that
+// flag calls it. Negative is the default: terminalRows on a terminal, all
+// elsewhere.
+func (rw *rowWriter) maxRows(n int) {
+	if rw.tw == nil {
+		return
+	}
+	if n < 0 {
+		n = 0
+		if rw.tw.width > 0 {
+			n = terminalRows
+		}
+	}
+	rw.tw.maxRows = n
+}
+
+// jsonColumns marks the columns that hold JSON text, by their DuckDB type
+// (JSON) or by their name in the model (docs/query-model.md); a value that
+// does not parse, such as an invalid `arguments`, stays a string.
+func (rw *rowWriter) jsonColumns(types []string) {
+	rw.jsonText = make([]bool, len(rw.columns))
+	for i, c := range rw.columns {
+		rw.jsonText[i] = model.IsJSONColumn(c) || (i < len(types) && types[i] == "JSON")
+	}
+}
+
+// columnTypes gives a terminal table the DuckDB type of each column, shown
+// under its name.
+func (rw *rowWriter) columnTypes(types []string) {
+	if rw.tw == nil {
+		return
+	}
+	rw.tw.types = make([]string, len(types))
+	for i, t := range types {
+		rw.tw.types[i] = strings.ToLower(t)
+	}
+}
+
+// stop records that the result ends before its last row, and why; Close
+// says so in the output itself: a footer in a table, a final marker object
+// in json and jsonl (CSV has no place for it: the exit status and the
+// error on stderr say it).
+func (rw *rowWriter) stop(reason string) { rw.stopped = reason }
+
 // Write prints one row; values are in column order.
 func (rw *rowWriter) Write(values []any) error {
 	defer func() { rw.n++ }()
 	switch rw.format {
-	case fmtTable:
-		cells := make([]string, len(values))
-		for i, v := range values {
-			cells[i] = tableCell(v)
-		}
-		_, err := fmt.Fprintln(rw.tw, strings.Join(cells, "\t"))
-		return err
+	case fmtTable, fmtMarkdown:
+		rw.tw.write(values)
+		return nil
 	case fmtCSV:
 		cells := make([]string, len(values))
 		for i, v := range values {
@@ -75,39 +127,69 @@ func (rw *rowWriter) Write(values []any) error {
 		}
 		return rw.cw.Write(cells)
 	default:
+		if rw.jsonText != nil {
+			values = rawJSON(values, rw.jsonText)
+		}
 		b, err := marshalRow(rw.columns, values)
 		if err != nil {
 			return err
 		}
-		if rw.format == fmtJSON {
-			sep := ",\n"
-			if rw.n == 0 {
-				sep = "\n"
-			}
-			io.WriteString(rw.w, sep)
-		}
-		_, err = rw.w.Write(b)
-		if rw.format == fmtJSONL {
-			io.WriteString(rw.w, "\n")
-		}
-		return err
+		rw.jsonLine(b)
+		return nil
 	}
 }
+
+func (rw *rowWriter) jsonLine(b []byte) {
+	if rw.format == fmtJSON {
+		sep := ",\n"
+		if rw.n == 0 {
+			sep = "\n"
+		}
+		io.WriteString(rw.w, sep)
+	}
+	rw.w.Write(b)
+	if rw.format == fmtJSONL {
+		io.WriteString(rw.w, "\n")
+	}
+}
+
+// rawJSON returns values with the valid JSON text of the marked columns
+// as raw JSON.
+func rawJSON(values []any, marked []bool) []any {
+	out := slices.Clone(values)
+	for i, v := range values {
+		if s, ok := deref(v).(string); ok && marked[i] && jsonx.Valid([]byte(s)) {
+			out[i] = jsonx.RawMessage(s)
+		}
+	}
+	return out
+}
+
+// truncatedKey is the one key of the object json and jsonl end with when
+// a result was cut; no column of the model has this name.
+const truncatedKey = "_truncated_"
 
 // Close writes what the format ends with and flushes the output.
 func (rw *rowWriter) Close() error {
 	var err error
 	switch rw.format {
-	case fmtTable:
-		err = rw.tw.Flush()
+	case fmtTable, fmtMarkdown:
+		err = rw.tw.render(rw.w, rw.stopped)
 	case fmtCSV:
 		rw.cw.Flush()
 		err = rw.cw.Error()
-	case fmtJSON:
-		if rw.n > 0 {
-			io.WriteString(rw.w, "\n")
+	case fmtJSON, fmtJSONL:
+		if rw.stopped != "" {
+			b, _ := jsonx.Marshal(map[string]any{truncatedKey: map[string]any{"rows": rw.n, "reason": rw.stopped}})
+			rw.jsonLine(b)
+			rw.n++
 		}
-		_, err = io.WriteString(rw.w, "]\n")
+		if rw.format == fmtJSON {
+			if rw.n > 0 {
+				io.WriteString(rw.w, "\n")
+			}
+			_, err = io.WriteString(rw.w, "]\n")
+		}
 	}
 	return errors.Join(err, rw.w.Flush())
 }
@@ -131,52 +213,4 @@ func marshalRow(columns []string, values []any) ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return []byte(b.String()), nil
-}
-
-const maxCell = 60
-
-// deref turns typed nil pointers into nil and other pointers into their
-// values, so nullable model columns print as values.
-func deref(v any) any {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer {
-		return v
-	}
-	if rv.IsNil() {
-		return nil
-	}
-	return rv.Elem().Interface()
-}
-
-func tableCell(v any) string {
-	v = deref(v)
-	if v == nil {
-		return "NULL"
-	}
-	s := plain(v)
-	s = cellEscapes.Replace(s)
-	if r := []rune(s); len(r) > maxCell {
-		s = string(r[:maxCell-1]) + "…"
-	}
-	return s
-}
-
-// cellEscapes keeps a table cell on its line and in its column.
-var cellEscapes = strings.NewReplacer("\n", `\n`, "\t", " ", "\r", "")
-
-func plain(v any) string {
-	v = deref(v)
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	case string:
-		return t
-	case fmt.Stringer:
-		return t.String()
-	case []byte:
-		return string(t)
-	}
-	return fmt.Sprint(v)
 }

@@ -24,7 +24,8 @@ func TestRowWriterFormatsAndBuffers(t *testing.T) {
 	cols := []string{"name", "n"}
 	rows := [][]any{{"a\tb\nc", 1}, {nil, 22}}
 	tests := []struct{ format, want string }{
-		{fmtTable, "name    n\na b\\nc  1\nNULL    22\n"},
+		{fmtTable, "name     n\na b\\nc   1\nNULL    22\n"},
+		{fmtMarkdown, "| name | n |\n| --- | ---:|\n| a b\\nc | 1 |\n| NULL | 22 |\n"},
 		{fmtCSV, "name,n\n\"a\tb\nc\",1\n,22\n"},
 		{fmtJSON, "[\n{\"name\":\"a\\tb\\nc\",\"n\":1},\n{\"name\":null,\"n\":22}\n]\n"},
 		{fmtJSONL, "{\"name\":\"a\\tb\\nc\",\"n\":1}\n{\"name\":null,\"n\":22}\n"},

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,8 +17,9 @@ import (
 func init() {
 	register(func(e *env) *cobra.Command {
 		var (
-			sqlFlag, outFormat string
-			explain            bool
+			sqlFlag, sqlFile, outFormat string
+			explain                     bool
+			maxRows                     int
 		)
 		cmd := &cobra.Command{
 			Use:   "query [DATASET] [SQL]",
@@ -33,6 +38,8 @@ of the same Dataset must include _file_ equality.
 Sources are pruned by _file_ predicates before anything is read; --explain
 prints how many sources each relation considered, skipped and resolved.`,
 			Example: `  pchronicle query ./runs "SELECT agent_name, count(*) FROM runs GROUP BY 1"
+  pchronicle query ./runs -f report.sql --format markdown
+  echo "SUMMARIZE runs" | pchronicle query ./runs --sql -
   pchronicle query ./runs --sql "SELECT * FROM steps WHERE _file_ = 'a/trajectory.json'" --format jsonl
   pchronicle query --mount live=./capture --mount archive=./archive \
       --sql "SELECT 'live', count(*) FROM live.runs UNION ALL SELECT 'archive', count(*) FROM archive.runs"`,
@@ -40,12 +47,19 @@ prints how many sources each relation considered, skipped and resolved.`,
 		}
 		ds := addDatasetFlags(cmd)
 		f := cmd.Flags()
-		f.StringVar(&sqlFlag, "sql", "", "the SQL statement (instead of the SQL argument)")
-		f.StringVar(&outFormat, "format", fmtTable, "output format: table, csv, json or jsonl")
+		f.StringVar(&sqlFlag, "sql", "", "the SQL statement (instead of the SQL argument); - reads it from standard input")
+		f.StringVarP(&sqlFile, "file", "f", "", "read the SQL statement from this file")
+		f.StringVar(&outFormat, "format", fmtTable, "output format: table, markdown, csv, json or jsonl")
+		f.IntVar(&maxRows, "max-rows", -1, "rows a table shows, the rest counted in its footer (0: all; default 40 on a terminal, all elsewhere)")
 		f.BoolVar(&explain, "explain", false, "print the source pruning report (to stderr) before the result")
-		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
 			if err := validFormat(outFormat); err != nil {
 				return err
+			}
+			if sqlFile != "" || sqlFlag == "-" {
+				if sqlFlag, err = readSQL(e.stdin, sqlFlag, sqlFile); err != nil {
+					return err
+				}
 			}
 			positional, sqlText, err := splitQueryArgs(args, sqlFlag, len(ds.mounts) > 0)
 			if err != nil {
@@ -56,7 +70,14 @@ prints how many sources each relation considered, skipped and resolved.`,
 				return err
 			}
 			defer closeAll()
-			rows, err := eng.Stream(cmd.Context(), sqlText, engine.QueryOptions{})
+			defer func() { err = inUserTerms(cmd, err) }()
+			ctx, done := withNormalizing(cmd.Context(), e.stderr)
+			if sqlText, err = expandPivot(ctx, eng, sqlText); err != nil {
+				done()
+				return err
+			}
+			rows, err := eng.Stream(ctx, sqlText, engine.QueryOptions{})
+			done()
 			if err != nil {
 				return err
 			}
@@ -67,7 +88,7 @@ prints how many sources each relation considered, skipped and resolved.`,
 			for _, w := range rows.Warnings {
 				fmt.Fprintln(e.stderr, "pchronicle: warning:", w)
 			}
-			return writeRows(e.stdout, outFormat, rows)
+			return writeRows(e.stdout, outFormat, maxRows, rows)
 		}
 		return cmd
 	})
@@ -83,6 +104,11 @@ func splitQueryArgs(args []string, sqlFlag string, mounted bool) (dataset, sqlTe
 			return "", "", fmt.Errorf("no Dataset: give a path or @pin, or --mount NAME=URI")
 		}
 		dataset, rest = args[0], args[1:]
+		if looksLikeSQL(dataset) {
+			if _, err := os.Stat(dataset); err != nil {
+				return "", "", fmt.Errorf("no Dataset: %q is SQL; give the Dataset first (a path, or @pin): pchronicle query ./runs %q", clip(dataset, 40), clip(dataset, 40))
+			}
+		}
 	}
 	switch {
 	case sqlFlag != "" && len(rest) > 0:
@@ -101,19 +127,119 @@ func splitQueryArgs(args []string, sqlFlag string, mounted bool) (dataset, sqlTe
 }
 
 // writeRows prints a streamed result as it is read; rows already printed
-// stay printed when reading fails (the command then exits non-zero).
-func writeRows(w io.Writer, outFormat string, rows *engine.Rows) error {
+// stay printed when reading fails (the command then exits non-zero). A
+// result cut at --max-output-rows says so in the output too, so a reader
+// of the file alone cannot take it for the whole answer.
+func writeRows(w io.Writer, outFormat string, maxRows int, rows *engine.Rows) error {
+	if outFormat == fmtTable && slices.Equal(rows.Columns, []string{"explain_key", "explain_value"}) {
+		return writePlan(w, rows)
+	}
 	rw := newRowWriter(w, outFormat, rows.Columns)
+	rw.maxRows(maxRows)
+	rw.jsonColumns(rows.Types)
+	rw.columnTypes(rows.Types)
+	n := 0
 	for rows.Next() {
 		if err := rw.Write(rows.Values()); err != nil {
 			return err
 		}
+		n++
 	}
 	if err := rows.Err(); err != nil {
+		if errors.Is(err, engine.ErrTooManyRows) {
+			err = tooManyRows(n)
+			rw.stop(err.Error())
+		}
 		rw.Close()
 		return err
 	}
 	return rw.Close()
+}
+
+// inUserTerms says why a query stopped in the terms of the command line:
+// the flag whose limit it reached, or the interrupt the user sent.
+func inUserTerms(cmd *cobra.Command, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cmd.Context().Err() != nil:
+		return fmt.Errorf("query interrupted (Ctrl-C or a signal): %w", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		limit := "the default"
+		if f := cmd.Flags().Lookup("timeout"); f != nil {
+			limit = f.Value.String()
+		}
+		return fmt.Errorf("the query ran longer than --timeout (%s): raise --timeout, or 0 for none: %w", limit, err)
+	}
+	return err
+}
+
+// writePlan prints EXPLAIN's plan as DuckDB's CLI does: the drawn tree as
+// it is, not a table cell with its line breaks escaped.
+func writePlan(w io.Writer, rows *engine.Rows) error {
+	for rows.Next() {
+		v := rows.Values()
+		if _, err := fmt.Fprintf(w, "%s:\n%s\n", plain(v[0]), strings.TrimRight(plain(v[1]), "\n")); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// tooManyRows is engine.ErrTooManyRows in the command's terms: the flag
+// that sets the cap, and how many rows were written before it.
+type tooManyRows int
+
+func (n tooManyRows) Error() string {
+	return fmt.Sprintf("the result has more than %s rows (--max-output-rows): add a LIMIT, or raise --max-output-rows (0: no limit)", commas(int64(n)))
+}
+
+func (tooManyRows) Unwrap() error { return engine.ErrTooManyRows }
+
+// readSQL reads the statement of --sql - (standard input) or -f FILE.
+func readSQL(stdin io.Reader, sqlFlag, file string) (string, error) {
+	if file != "" && sqlFlag != "" {
+		return "", fmt.Errorf("give the SQL either with -f or with --sql, not both")
+	}
+	var b []byte
+	var err error
+	if file != "" {
+		b, err = os.ReadFile(file)
+	} else {
+		b, err = io.ReadAll(stdin)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the SQL: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		if file == "" {
+			file = "standard input"
+		}
+		return "", fmt.Errorf("no SQL in %s", file)
+	}
+	return string(b), nil
+}
+
+// sqlStarts are the words a statement that query accepts begins with.
+var sqlStarts = []string{"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "EXPLAIN", "SUMMARIZE", "PIVOT", "UNPIVOT", "SHOW", "TABLE"}
+
+// looksLikeSQL reports whether a positional argument is a statement rather
+// than a Dataset, so `query "SELECT 1"` says that the Dataset is missing.
+func looksLikeSQL(s string) bool {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "--") || strings.HasPrefix(s, "/*") {
+		return true
+	}
+	fields := strings.Fields(s)
+	return len(fields) > 1 && slices.Contains(sqlStarts, strings.ToUpper(strings.TrimLeft(fields[0], "(")))
+}
+
+// clip shortens s for an error message.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func writePruning(w io.Writer, reports []engine.RelationReport) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,11 +69,36 @@ and lets you inspect, import and query them.`,
 	return root
 }
 
+// sqlAfterFlags moves arguments that begin with "--" but are SQL (a
+// statement behind a comment: "-- daily\nSELECT …") after a "--", so the
+// flag parser takes them as arguments. A flag never has white space before
+// its "="; such SQL always has some. An argument right after a flag is
+// left alone: it is that flag's value (--sql "-- daily\nSELECT …").
+func sqlAfterFlags(args []string) []string {
+	var keep, sql []string
+	for i, a := range args {
+		if a == "--" {
+			return args // the user ended the flags already
+		}
+		name, _, _ := strings.Cut(a, "=")
+		afterFlag := i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=")
+		if strings.HasPrefix(a, "--") && strings.ContainsAny(name, " \t\n") && !afterFlag {
+			sql = append(sql, a)
+		} else {
+			keep = append(keep, a)
+		}
+	}
+	if sql == nil {
+		return args
+	}
+	return append(append(keep, "--"), sql...)
+}
+
 // Execute runs the CLI with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := NewRoot(e)
-	root.SetArgs(args)
+	root.SetArgs(sqlAfterFlags(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0

@@ -146,7 +146,9 @@ followed by one total row per Dataset (its _file_ is "*").`,
 // datasetStats returns one row per source plus a total row.
 func datasetStats(cmd *cobra.Command, eng *engine.Engine, d *catalog.Dataset) ([][]any, error) {
 	schema := engine.Ident(d.Mount.Alias)
-	runs, err := eng.Query(cmd.Context(), fmt.Sprintf(statsSQL, schema), engine.QueryOptions{})
+	ctx, done := withNormalizing(cmd.Context(), cmd.ErrOrStderr())
+	runs, err := eng.Query(ctx, fmt.Sprintf(statsSQL, schema), engine.QueryOptions{})
+	done()
 	if err != nil {
 		return nil, err
 	}

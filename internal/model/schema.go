@@ -125,3 +125,13 @@ func Values(row any) []any {
 	}
 	return out
 }
+
+// jsonColumns are the columns whose text is a JSON document: objects
+// (extra, scores, payload), arrays (subagent_refs) or, for arguments, the
+// producer's JSON text when it parses (arguments_valid). docs/query-model.md
+// types them "VARCHAR (JSON)".
+var jsonColumns = map[string]bool{"extra": true, "scores": true, "subagent_refs": true, "arguments": true, "payload": true}
+
+// IsJSONColumn reports whether a model column of this name holds JSON
+// text, so an output can write it as the JSON value it is.
+func IsJSONColumn(name string) bool { return jsonColumns[name] }

@@ -17,7 +17,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
@@ -233,6 +235,73 @@ func AnalyzeOn(ctx context.Context, conn Rower, sql string, opts AnalyzeOptions)
 	return res, nil
 }
 
+// caret points at byte pos of sql as DuckDB's own errors do: the line,
+// and a caret under the position.
+func caret(sql string, pos int) string {
+	if pos < 0 || pos > len(sql) {
+		return ""
+	}
+	start := strings.LastIndexByte(sql[:pos], '\n') + 1
+	end := strings.IndexByte(sql[pos:], '\n')
+	if end < 0 {
+		end = len(sql)
+	} else {
+		end += pos
+	}
+	prefix := fmt.Sprintf("LINE %d: ", strings.Count(sql[:start], "\n")+1)
+	pad := utf8.RuneCountInString(prefix + sql[start:pos])
+	return "\n\n" + prefix + sql[start:end] + "\n" + strings.Repeat(" ", pad) + "^"
+}
+
+// notSelect rejects a statement that is not a query, naming its kind and,
+// for the usual reasons to write one, what does the job instead.
+func notSelect(sql string) error {
+	kind := strings.ToUpper(firstWord(sql))
+	if strings.Contains(strings.ToUpper(sql), "PIVOT") && kind != "COPY" && kind != "EXPORT" {
+		// DuckDB runs a PIVOT without an IN list as two statements: the
+		// first makes a type of the values, which is a write.
+		return reject("a PIVOT needs its IN list of values here, and must be inside FROM: SELECT * FROM (PIVOT runs ON status IN ('completed', 'failed') USING count(*))")
+	}
+	switch kind {
+	case "COPY", "EXPORT":
+		return reject("%s writes files; queries are read-only: to write a result to a file, use --format csv (or json, jsonl, markdown) > file, or pchronicle export for Storylines", kind)
+	case "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "TRUNCATE", "MERGE":
+		return reject("%s changes data; a Dataset is read-only: %s", kind, errOnlySelect)
+	case "ATTACH", "DETACH", "INSTALL", "LOAD", "SET", "RESET", "PRAGMA", "CALL", "USE", "IMPORT", "CHECKPOINT", "VACUUM":
+		return reject("%s changes the query's environment, which is fixed: %s", kind, errOnlySelect)
+	case "", "SELECT", "WITH", "FROM", "VALUES", "TABLE":
+		// A query that still is not one: a later statement of several.
+		return reject("%s (found another kind of statement)", errOnlySelect)
+	}
+	return reject("%s is not allowed: %s", kind, errOnlySelect)
+}
+
+// firstWord is the statement's first keyword, after comments.
+func firstWord(sql string) string {
+	for {
+		sql = strings.TrimLeft(sql, " \t\r\n(")
+		switch {
+		case strings.HasPrefix(sql, "--"):
+			if i := strings.IndexByte(sql, '\n'); i >= 0 {
+				sql = sql[i+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(sql, "/*"):
+			if i := strings.Index(sql, "*/"); i >= 0 {
+				sql = sql[i+2:]
+				continue
+			}
+			return ""
+		}
+		end := strings.IndexFunc(sql, func(r rune) bool { return !unicode.IsLetter(r) })
+		if end < 0 {
+			end = len(sql)
+		}
+		return sql[:end]
+	}
+}
+
 // checkText rejects text whose bytes the C side could read differently from
 // the Go side: a NUL would end the string early for C, and invalid UTF-8 is
 // where lookalike tricks live.
@@ -261,6 +330,7 @@ func serialize(ctx context.Context, conn Rower, body string) (map[string]any, er
 		Error      bool             `json:"error"`
 		ErrorType  string           `json:"error_type"`
 		ErrorMsg   string           `json:"error_message"`
+		Position   string           `json:"position"`
 		Statements []map[string]any `json:"statements"`
 	}
 	if err := jsonx.Unmarshal([]byte(text), &out); err != nil {
@@ -268,9 +338,13 @@ func serialize(ctx context.Context, conn Rower, body string) (map[string]any, er
 	}
 	if out.Error {
 		if strings.Contains(out.ErrorMsg, "Only SELECT statements") {
-			return nil, reject("%s (found another kind of statement)", errOnlySelect)
+			return nil, notSelect(body)
 		}
-		return nil, reject("%s", strings.TrimSpace(out.ErrorMsg))
+		msg := strings.TrimSpace(out.ErrorMsg)
+		if pos, err := strconv.Atoi(out.Position); err == nil {
+			msg += caret(body, pos)
+		}
+		return nil, reject("%s", msg)
 	}
 	switch len(out.Statements) {
 	case 0:

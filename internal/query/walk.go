@@ -48,7 +48,9 @@ func (a *analyzer) run(node map[string]any) (*Analysis, error) {
 	if str(node, "type") == "SELECT_NODE" {
 		switch str(obj(node["from_table"]), "type") {
 		case "SHOW_REF":
-			kind = KindDescribe
+			if str(obj(node["from_table"]), "show_type") != "SUMMARY" {
+				kind = KindDescribe
+			}
 		case "EXPRESSION_LIST":
 			kind = KindValues
 		}
@@ -368,7 +370,16 @@ func (a *analyzer) show(m map[string]any, sc *scope) error {
 			return reject("SHOW TABLES FROM %q: not a mounted Dataset", sch)
 		}
 	case "SUMMARY":
-		return reject("SUMMARIZE is not allowed; %s", errOnlySelect)
+		// SUMMARIZE reads the rows of the summarized query (a table or a
+		// SELECT) and computes aggregates of them: read-only, and its
+		// references are pruned and resolved like a SELECT's.
+		q := obj(m["query"])
+		if q == nil {
+			return reject("SUMMARIZE needs a table or a query")
+		}
+		if err := a.walk(q, sc); err != nil {
+			return err
+		}
 	default:
 		return reject("SHOW (%s) is not allowed; %s", strings.ToLower(st), errOnlySelect)
 	}

@@ -13,9 +13,6 @@ import (
 // prints the script (docs/cli.md, "Shell completion"); the functions here
 // give it the values of the enumerated flags and the config file's @pins.
 
-// rowFormats are the values of --format on commands that print rows.
-var rowFormats = []string{fmtTable, fmtCSV, fmtJSON, fmtJSONL}
-
 // flagValues are the enumerated flags' values, by flag name. --format is
 // completed only where it chooses a row format (its default is table): the
 // --format of `dataset pin` is a trajectory format hint.

@@ -22,12 +22,16 @@ const (
 	fmtJSONL    = "jsonl"
 )
 
+// rowFormats are the values of --format on commands that print rows; the
+// error for any other value and shell completion both list them.
+var rowFormats = []string{fmtTable, fmtMarkdown, fmtCSV, fmtJSON, fmtJSONL}
+
 func validFormat(f string) error {
-	switch f {
-	case fmtTable, fmtMarkdown, fmtCSV, fmtJSON, fmtJSONL:
+	if slices.Contains(rowFormats, f) {
 		return nil
 	}
-	return fmt.Errorf("unknown --format %q (want table, markdown, csv, json or jsonl)", f)
+	return fmt.Errorf("unknown --format %q (want %s or %s)", f,
+		strings.Join(rowFormats[:len(rowFormats)-1], ", "), rowFormats[len(rowFormats)-1])
 }
 
 // terminalRows is how many rows a table shows on a terminal unless

@@ -100,7 +100,9 @@ func keywordAt(s string, i int, w string) bool {
 	return i+len(w) == len(s) || !isWordByte(s[i+len(w)])
 }
 
-func isWordByte(b byte) bool { return b == '_' || unicode.IsLetter(rune(b)) || unicode.IsDigit(rune(b)) }
+func isWordByte(b byte) bool {
+	return b == '_' || unicode.IsLetter(rune(b)) || unicode.IsDigit(rune(b))
+}
 
 // topLevelKeyword finds the first of words at or after i that is outside
 // quotes, comments and parentheses; -1 when there is none.

@@ -89,7 +89,7 @@ func TestShellCompletion(t *testing.T) {
 			t.Fatalf("pin: %s", stderr)
 		}
 	}
-	rowFormats := []string{"table", "csv", "json", "jsonl"}
+	rowFormats := []string{"table", "markdown", "csv", "json", "jsonl"}
 	for _, tc := range []struct {
 		args []string
 		want []string

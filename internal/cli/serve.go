@@ -18,6 +18,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/generation"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/redact"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
 	"github.com/pchronicle/pchronicle/internal/web"
@@ -99,7 +100,8 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	// Every line passes through the redaction the error bodies use.
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redact.ReplaceAttr}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

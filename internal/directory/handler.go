@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // DatasetsPath is the Directory route: the list, and with /{name} the ticket
@@ -55,9 +56,10 @@ type ErrorBody struct {
 	RequestID string `json:"request_id"`
 }
 
-// WriteError answers with status and the JSON error body.
+// WriteError answers with status and the JSON error body, its message
+// redacted as the log is.
 func WriteError(w http.ResponseWriter, status int, code, message, requestID string) {
-	writeJSON(w, status, ErrorBody{Code: code, Message: message, RequestID: requestID})
+	writeJSON(w, status, ErrorBody{Code: code, Message: redact.Text(message), RequestID: requestID})
 }
 
 // writeJSON escapes <, > and & too (encoding/json's default), so that text

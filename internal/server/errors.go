@@ -12,6 +12,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // Error codes are stable: clients branch on them (docs/http-api.md).
@@ -55,13 +56,16 @@ func badRequest(format string, args ...any) error {
 func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae
+		return &apiError{status: ae.status, code: ae.code, msg: redact.Text(ae.msg), extra: ae.extra}
 	}
 	var pt *catalog.PageTokenError
 	var ve *query.ValidationError
 	var qe *engine.QueryError
 	var changed *catalog.ErrSourceChanged
-	msg := catalog.RedactURI(err.Error())
+	// The same redaction as the log's (redact.ReplaceAttr): a backend
+	// that echoes a request's Authorization header must not hand its key
+	// id to the caller.
+	msg := redact.Text(catalog.RedactURI(err.Error()))
 	switch {
 	case errors.As(err, &pt) && pt.Stale:
 		return &apiError{status: http.StatusConflict, code: CodeStaleToken, msg: msg}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/childproc"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // ErrUnavailable: the worker did not answer in time (it was killed) or
@@ -363,9 +364,9 @@ func (r *run) finish(cause error) error {
 
 func (r *run) scrub(s string) string {
 	for _, secret := range r.secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
+		s = strings.ReplaceAll(s, secret, redact.Mark)
 	}
-	return s
+	return redact.Text(s)
 }
 
 // secretsOf lists the job's keys that must not reach a log.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -95,6 +96,44 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, msg: msg}
 	}
 	return &apiError{status: http.StatusInternalServerError, code: CodeInternal, msg: msg}
+}
+
+// pathsHidden is an error whose text names files by their _file_ and the
+// Snapshot's temp directory by a mark, never by the server's paths: parse
+// errors and OS errors below name the absolute path they opened.
+type pathsHidden struct {
+	msg string
+	err error
+}
+
+func (e *pathsHidden) Error() string { return e.msg }
+func (e *pathsHidden) Unwrap() error { return e.err }
+
+// hidePaths rewrites err's text for an answer from snap: a path under a
+// Dataset's local root becomes the _file_ it is, one under the temp
+// directory "[snapshot]".
+func hidePaths(snap *catalog.Snapshot, err error) error {
+	if snap == nil {
+		return err
+	}
+	var pairs []string
+	for _, d := range snap.Datasets {
+		if filepath.IsAbs(d.Root) {
+			pairs = append(pairs, strings.TrimSuffix(d.Root, "/")+"/", "")
+		}
+	}
+	if snap.TempDir != "" {
+		pairs = append(pairs, snap.TempDir, "[snapshot]")
+	}
+	hide := strings.NewReplacer(pairs...).Replace
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return &apiError{status: ae.status, code: ae.code, msg: hide(ae.msg), extra: ae.extra}
+	}
+	if msg := err.Error(); hide(msg) != msg {
+		return &pathsHidden{msg: hide(msg), err: err}
+	}
+	return err
 }
 
 // errNotReady is what a runtime without a published generation answers.

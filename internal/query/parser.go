@@ -17,7 +17,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/duckdb/duckdb-go/v2" // also registers the "duckdb" driver
@@ -143,6 +145,18 @@ func (a *Analysis) SessionBound(dataset, relation string) []string {
 		out = []string{}
 	}
 	return out
+}
+
+// setAdvice matches DuckDB's advice to change a setting ("Use \"SET
+// max_expression_depth TO x\" to increase …", a "Possible solutions:" list
+// of SET statements): user SQL may run no SET, so the advice only misleads.
+var setAdvice = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)\s*(Use|Try) "?SET [^"]*"? to [^.]*\.|\s*Possible solutions:.*`)
+})
+
+// WithoutSetAdvice removes DuckDB's advice to run a SET statement from msg.
+func WithoutSetAdvice(msg string) string {
+	return setAdvice().ReplaceAllString(msg, "")
 }
 
 // ValidationError rejects user SQL; Msg names the offending construct.
@@ -280,7 +294,7 @@ func serialize(ctx context.Context, conn Rower, body string) (map[string]any, er
 		if strings.Contains(out.ErrorMsg, "Only SELECT statements") {
 			return nil, reject("%s (found another kind of statement)", errOnlySelect)
 		}
-		return nil, reject("%s", strings.TrimSpace(out.ErrorMsg))
+		return nil, reject("%s", WithoutSetAdvice(strings.TrimSpace(out.ErrorMsg)))
 	}
 	switch len(out.Statements) {
 	case 0:

@@ -67,6 +67,7 @@ func TestHostileQueryBodiesGetStableCodes(t *testing.T) {
 		{"prepared parameter", `{"sql":"SELECT ?"}`, 400, server.CodeQueryRejected, "parameter"},
 		{"30,000-item IN list", bigIn, 200, "", ""},
 		{"IN list beyond the parser's memory", huge, 400, server.CodeQueryRejected, "too large to analyze"},
+		{"nested too deep", `{"sql":"SELECT 1` + strings.Repeat(" + 1", 3000) + `"}`, 400, server.CodeQueryRejected, "depth limit"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := ts.post("/api/query", []byte(tt.body))

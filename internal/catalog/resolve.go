@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"

@@ -19,12 +19,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/directory"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/objstore/testservers"
+	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 	"github.com/pchronicle/pchronicle/internal/worker"
 )
@@ -195,6 +197,10 @@ var (
 // digest of the route's answer.
 func summarize(t *testing.T, path string, a answer) string {
 	t.Helper()
+	// The parent's own answers and its workers' carry the API's headers.
+	if err := server.CheckSecurityHeaders(a.header); err != nil {
+		t.Errorf("%s (%d): %v", path, a.status, err)
+	}
 	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/csv") {
 		t.Errorf("Content-Type %q", ct)
 	}
@@ -866,5 +872,58 @@ dataset = "slow"
 	p.waitLog(t, "no complete answer within 2s", 1)
 	if kids := children(t, p.cmd.Process.Pid); len(kids) != 0 {
 		t.Errorf("worker processes %v are still alive after the timeout", kids)
+	}
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// TestDirectoryDescendantsDieWithTheParent: after kill -9 of a Directory
+// parent answering a long query, its worker and that worker's DuckDB child
+// die too, instead of running until the query's own timeout.
+func TestDirectoryDescendantsDieWithTheParent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.toml")
+	if err := os.WriteFile(path, []byte(matrixDirectory(examples(t), bobGrant, true)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startParent(t, path, nil, nil, "--warm-workers", "0")
+	const long = `{"sql":"WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 10000000000) SELECT count(*) FROM t","format":"csv"}`
+	go p.send("POST", "/api/query?dataset=alice_only", long, alice...)
+	var tree []int // the worker, then its children
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if workers := children(t, p.cmd.Process.Pid); len(workers) == 1 {
+			if duck := children(t, workers[0]); len(duck) > 0 {
+				tree = append(workers, duck...)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no worker with a DuckDB child appeared:\n%s", p.logs)
+		}
+	}
+	p.cmd.Process.Kill()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var left []int
+		for _, pid := range tree {
+			if alive(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("processes %v of %v outlived the killed parent by 10 s", left, tree)
+		}
 	}
 }

@@ -187,7 +187,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 		if !placed[i] && errs[i] != nil { // its scratch set could not be made
 			for _, rel := range claimed[i].missing {
 				c := &claimed[i].s.relations[partIndex(rel)]
-				c.done, c.err = true, errs[i]
+				c.done, c.err = keep(ctx, errs[i]), errs[i]
 			}
 			failed = append(failed, errs[i])
 		}
@@ -227,9 +227,9 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 					case errors.As(errs[i], &nt):
 						c.res = nt.resolved()
 					case errs[i] != nil:
-						c.err = errs[i]
+						c.done, c.err = keep(ctx, errs[i]), errs[i]
 					case closeErr != nil:
-						c.err = closeErr
+						c.done, c.err = keep(ctx, closeErr), closeErr
 					default:
 						c.res = &Resolved{Files: map[string][]string{rel: files[rel]}, Dirs: []string{sc.dir}, Format: formats[i], Owners: owners}
 					}

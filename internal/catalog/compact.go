@@ -120,8 +120,8 @@ func (s *Source) compactEvents(ctx context.Context, rev *CompactRevision) (*even
 		return l.rev, l.err
 	}
 	r, err := s.loadCompact(ctx, rev)
-	if err != nil && ctx.Err() != nil {
-		return nil, err // a cancelled query is not cached
+	if !keep(ctx, err) {
+		return nil, err // a cancelled query or a transient failure is not cached
 	}
 	l.done, l.rev, l.err = true, r, err
 	return r, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/canonical"
@@ -103,6 +105,26 @@ func (r *Resolved) Lacks(c model.Column) bool {
 	return r != nil && r.SchemaVersion != 0 && c.MissingIn(r.SchemaVersion)
 }
 
+// Transient reports whether err is a failure of the machine rather than of
+// the source: a full disk or quota, an I/O error, too many open files, no
+// memory. A resolution that fails so is not kept for the Snapshot's life:
+// the next query that needs it tries again (once per query), where a
+// parse error of pinned bytes stays, since trying again cannot change it.
+func Transient(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.EAGAIN} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// keep reports whether a resolution's outcome is kept for the Snapshot's
+// life: not a cancelled query's, nor a transient failure.
+func keep(ctx context.Context, err error) bool {
+	return err == nil || ctx.Err() == nil && !Transient(err)
+}
+
 type cell struct {
 	mu   sync.Mutex
 	done bool
@@ -110,8 +132,9 @@ type cell struct {
 	err  error
 }
 
-// do runs fn once. A context cancellation is not cached: the next caller
-// retries, so one cancelled query does not poison a long-lived Snapshot.
+// do runs fn once. A context cancellation or a transient failure is not
+// cached: the next caller retries, so one cancelled query or a disk full
+// for a moment does not poison a long-lived Snapshot.
 func (c *cell) do(ctx context.Context, fn func() (*Resolved, error)) (*Resolved, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,7 +142,7 @@ func (c *cell) do(ctx context.Context, fn func() (*Resolved, error)) (*Resolved,
 		return c.res, c.err
 	}
 	res, err := fn()
-	if err != nil && ctx.Err() != nil {
+	if !keep(ctx, err) {
 		return nil, err
 	}
 	c.done, c.res, c.err = true, res, err
@@ -189,7 +212,7 @@ func (cs *relCells) do(ctx context.Context, parts []string, fn func(missing []st
 	defer cs.unlock(held)
 	if len(missing) > 0 {
 		res, err := fn(missing)
-		if err != nil && ctx.Err() != nil {
+		if !keep(ctx, err) {
 			return nil, err
 		}
 		for i, p := range missing {
@@ -260,6 +283,17 @@ func (s *Source) setFormat(f string) {
 	s.format = f
 }
 
+// failed wraps an error of resolving s with its _file_. A pinned local file
+// that is gone is a changed source, as a rewritten one is, named by its
+// _file_ alone (the OS error names the server's path).
+func (s *Source) failed(err error) error {
+	var pe *fs.PathError
+	if rev, ok := s.Revision.(*FileRevision); ok && errors.As(err, &pe) && pe.Path == s.Path && errors.Is(err, fs.ErrNotExist) {
+		return &ErrSourceChanged{File: s.File, Pinned: *rev}
+	}
+	return fmt.Errorf("source %s: %w", s.File, err)
+}
+
 // Resolve makes the source's rows of relation available as Parquet files.
 func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error) {
 	if s.Err != nil {
@@ -270,7 +304,7 @@ func (s *Source) Resolve(ctx context.Context, relation string) (*Resolved, error
 			s.snap.resolves.Add(1)
 			rev, err := s.pinnedEvents(ctx, nil) // remote.go: local revision or downloaded remote segments
 			if err != nil {
-				return nil, fmt.Errorf("source %s: %w", s.File, err)
+				return nil, s.failed(err)
 			}
 			return &Resolved{Files: map[string][]string{model.RelEvents: rev.Paths()}, Dirs: []string{rev.Dir}}, nil
 		})
@@ -305,7 +339,7 @@ func (s *Source) ResolveRelations(ctx context.Context, rels ...string) ([]*Resol
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", s.File, err)
+		return nil, s.failed(err)
 	}
 	if s.Kind != KindFile { // a store's files have every column: a lean part is its relation
 		out := make([]*Resolved, len(rels))
@@ -344,7 +378,7 @@ func (s *Source) ResolveSolo(ctx context.Context, rels ...string) ([]*Resolved, 
 		return s.cached(ctx, normcache.Own, missing, func(m []string) (*Resolved, error) { return s.normalizeFile(ctx, *rev, m) })
 	})
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", s.File, err)
+		return nil, s.failed(err)
 	}
 	for i, rel := range shared {
 		res[slices.Index(rels, rel)] = solo[i]
@@ -387,7 +421,7 @@ func (s *Source) ResolveSessions(ctx context.Context, relation string, sessions 
 		return s.eventFallback(ctx, rev, want)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", s.File, err)
+		return nil, s.failed(err)
 	}
 	return res, nil
 }

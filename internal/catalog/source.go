@@ -62,6 +62,9 @@ type ErrSourceChanged struct {
 }
 
 func (e *ErrSourceChanged) Error() string {
+	if e.Seen == (FileRevision{}) {
+		return fmt.Sprintf("source %s was removed since the Snapshot was built (pinned %s)", e.File, e.Pinned.Ref())
+	}
 	return fmt.Sprintf("source %s changed since the Snapshot was built (pinned %s, now %s)", e.File, e.Pinned.Ref(), e.Seen.Ref())
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/generation"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/redact"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
 	"github.com/pchronicle/pchronicle/internal/web"
@@ -99,7 +100,8 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	// Every line passes through the redaction the error bodies use.
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: redact.ReplaceAttr}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -160,7 +162,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 			return err
 		}
 		defer stop()
-		return listenAndServe(ctx, e, log, sf, h, nil)
+		return listenAndServe(ctx, e, log, sf, h, sf.workerTimeout, nil)
 	}
 	mounts, positional, err := serveMounts(ds, args)
 	if err != nil {
@@ -180,7 +182,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
 	rt := &serving.Runtime{}
 	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout, UI: web.Handler()})
-	return listenAndServe(ctx, e, log, sf, srv, func() (func(), error) {
+	return listenAndServe(ctx, e, log, sf, srv, limits.Timeout, func() (func(), error) {
 		started, err := generation.Start(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("building the first snapshot: %w", err)
@@ -195,13 +197,14 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 
 // listenAndServe listens first (so /ready can say "not yet"), then runs
 // startup (nil: nothing to build), serves until ctx ends, and drains
-// in-flight requests for at most the grace period.
-func listenAndServe(ctx context.Context, e *env, log *slog.Logger, sf serveFlags, h http.Handler, startup func() (func(), error)) error {
+// in-flight requests for at most the grace period. longest is the longest
+// run an answer may wait for, which the write timeout must allow.
+func listenAndServe(ctx context.Context, e *env, log *slog.Logger, sf serveFlags, h http.Handler, longest time.Duration, startup func() (func(), error)) error {
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := server.HTTPServer(h, server.DefaultTimeouts(longest), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	url := "http://" + ln.Addr().String()

@@ -14,6 +14,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/generation"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/redact"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
 	"github.com/pchronicle/pchronicle/internal/worker"
@@ -108,7 +109,7 @@ func directoryHandler(ctx context.Context, log *slog.Logger, path string, sf ser
 // when its job arrives. It holds nothing of any user: no mount, no key,
 // no request.
 func serveWorker(ctx context.Context, e *env) error {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn, ReplaceAttr: redact.ReplaceAttr}))
 	parser, parserErr := query.NewParser()
 	if parserErr == nil {
 		defer parser.Close()

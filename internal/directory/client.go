@@ -124,6 +124,16 @@ func (c *Client) List(ctx context.Context) ([]Listing, error) {
 	return body.Datasets, nil
 }
 
+// ErrRedirect: the Directory answered with a redirect. A client never
+// follows one: the request carries the user's keys, and a Directory is
+// named by its address alone, so a redirect can only be a misconfiguration
+// or someone collecting keys.
+var ErrRedirect = errors.New("the catalog answered with a redirect, which is never followed: the request carries your keys")
+
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("%w (to %s)", ErrRedirect, redactLocator(req.URL))
+}
+
 func (c *Client) get(ctx context.Context, path string, into any) error {
 	base, err := ParseLocator(c.Locator)
 	if err != nil {
@@ -137,10 +147,11 @@ func (c *Client) get(ctx context.Context, path string, into any) error {
 		req.Header.Set(HeaderAccessKey, c.AccessKey)
 		req.Header.Set(HeaderSecretKey, c.SecretKey.Reveal())
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+	hc := http.Client{Timeout: 30 * time.Second}
+	if c.HTTP != nil {
+		hc = *c.HTTP
 	}
+	hc.CheckRedirect = refuseRedirect
 	resp, err := hc.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -3,9 +3,11 @@ package directory
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -121,5 +123,40 @@ func TestRunPolls(t *testing.T) {
 			t.Fatal("the edit was not picked up")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A Directory that redirects never gets the keys sent anywhere: not to
+// another origin, not to its own; the client fails naming the redirect.
+func TestClientRefusesRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(HeaderAccessKey) != "" || r.Header.Get(HeaderSecretKey) != "" {
+			elsewhere.Add(1)
+		}
+		w.Write([]byte(`{"name":"prod","uri":"/tmp"}`))
+	}))
+	defer other.Close()
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		for _, target := range []string{other.URL, ""} {
+			dir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("followed") != "" {
+					elsewhere.Add(1)
+				}
+				http.Redirect(w, r, target+r.URL.Path+"?followed=1", status)
+			}))
+			c := &Client{Locator: "catalog://" + strings.TrimPrefix(dir.URL, "http://"), AccessKey: "pcak_x", SecretKey: "hunter2hunter2"}
+			_, terr := c.Ticket(context.Background(), "prod")
+			_, lerr := c.List(context.Background())
+			dir.Close()
+			for _, err := range []error{terr, lerr} {
+				if !errors.Is(err, ErrRedirect) || strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("%d to %q: %v", status, target, err)
+				}
+			}
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("%d requests followed a redirect", n)
 	}
 }

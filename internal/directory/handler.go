@@ -1,12 +1,14 @@
 package directory
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // DatasetsPath is the Directory route: the list, and with /{name} the ticket
@@ -54,13 +56,16 @@ type ErrorBody struct {
 	RequestID string `json:"request_id"`
 }
 
-// WriteError answers with status and the JSON error body.
+// WriteError answers with status and the JSON error body, its message
+// redacted as the log is.
 func WriteError(w http.ResponseWriter, status int, code, message, requestID string) {
-	writeJSON(w, status, ErrorBody{Code: code, Message: message, RequestID: requestID})
+	writeJSON(w, status, ErrorBody{Code: code, Message: redact.Text(message), RequestID: requestID})
 }
 
+// writeJSON escapes <, > and & too (encoding/json's default), so that text
+// taken from a request can never read as markup.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := jsonx.Marshal(v)
+	body, err := json.Marshal(v)
 	if err != nil { // only plain structs of strings are written here
 		status, body = http.StatusInternalServerError, []byte(`{"code":"internal","message":"cannot encode the answer","request_id":""}`)
 	}

@@ -369,3 +369,30 @@ func TestWatchRefusesInvalidStart(t *testing.T) {
 		t.Errorf("invalid: %v", err)
 	}
 }
+
+// No answer reflects request text as markup: a name taken from the path
+// comes back JSON-escaped, <, > and & included.
+func TestAnswersNeverReflectMarkup(t *testing.T) {
+	f := newFixture(t, matrixConfig)
+	const hostile = "/%3Cimg%20src=x%20onerror=alert(1)%3E&"
+	for _, tt := range []struct {
+		path    string
+		headers []string
+		status  int
+	}{
+		{DatasetsPath + hostile, asAlice, http.StatusNotFound},
+		{DatasetsPath + hostile, nil, http.StatusUnauthorized},
+		{DatasetsPath + hostile + "/x", asAlice, http.StatusNotFound},
+	} {
+		a := f.do("GET", tt.path, tt.headers...)
+		if a.status != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.path, a.status, a.body, tt.status)
+		}
+		if bytes.ContainsAny(a.body, "<>&") {
+			t.Errorf("%s: the answer reflects markup: %s", tt.path, a.body)
+		}
+	}
+	if a := f.do("GET", DatasetsPath+hostile, asAlice...); !bytes.Contains(a.body, []byte(`\u003cimg`)) {
+		t.Errorf("the 404 does not name the dataset asked for: %s", a.body)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/query"
 )
 
 // ErrorKind classifies a DuckDB failure of a validated statement.
@@ -70,7 +71,7 @@ func classify(err error, l Limits) error {
 		duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType, duckdb.ErrorTypeNotImplemented, duckdb.ErrorTypeExpression,
 		duckdb.ErrorTypeConstraint, duckdb.ErrorTypeParameterNotResolved, duckdb.ErrorTypeParameterNotAllowed, duckdb.ErrorTypeDecimal,
 		duckdb.ErrorTypeObjectSize, duckdb.ErrorTypeSequence:
-		return &QueryError{Kind: KindStatement, Err: err}
+		return &QueryError{Kind: KindStatement, Err: err, msg: query.WithoutSetAdvice(err.Error())}
 	}
 	return &QueryError{Kind: KindInternal, Err: err}
 }

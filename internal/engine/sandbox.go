@@ -41,7 +41,7 @@ func (e *Engine) point(ctx context.Context, inst *instance, p *plan) error {
 	views := p.views
 	for _, k := range sortedRelKeys(views) {
 		if inst.views[k] != views[k] {
-			setup = append(setup, viewDDL(k, views[k]))
+			setup = append(setup, viewDDL(k, views[k])...)
 			inst.views[k] = views[k]
 		}
 	}
@@ -70,13 +70,23 @@ func schemaDDL(alias string, views map[relKey]string) []string {
 	stmts := []string{"CREATE SCHEMA " + schema, tableDDL(schema, model.RelSources), tableDDL(schema, model.RelProjections)}
 	for _, rel := range rowRelations {
 		k := relKey{alias, rel}
-		stmts = append(stmts, viewDDL(k, views[k]))
+		stmts = append(stmts, viewDDL(k, views[k])...)
 	}
 	return stmts
 }
 
-func viewDDL(k relKey, body string) string {
-	return fmt.Sprintf("CREATE OR REPLACE VIEW %s.%s AS %s", Ident(k.dataset), Ident(k.relation), body)
+// viewDDL makes a row relation a view over a table macro that holds its
+// body. Any query can read a view's definition in
+// information_schema.views, and the body names files in the Snapshot's
+// temp directory, which no answer may show (docs/storage.md, "What can
+// leak"); a macro's definition is listed nowhere a query may read, and no
+// query can call it (the analyzer allows no table function).
+func viewDDL(k relKey, body string) []string {
+	scan := Ident(k.dataset) + "." + Ident(k.relation+" scan")
+	return []string{
+		fmt.Sprintf("CREATE OR REPLACE MACRO %s() AS TABLE %s", scan, body),
+		fmt.Sprintf("CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM %s()", Ident(k.dataset), Ident(k.relation), scan),
+	}
 }
 
 // views returns the body of every row relation's view for a query: a scan

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,10 @@ type worker struct {
 	dataLimit int64 // what the worker may map beyond its first query (0: unbounded)
 	buf       []byte
 	queries   uint64 // queries sent, numbering them for cancels
+
+	// oomKills is the kernel's count of out-of-memory kills when the
+	// worker started (-1: unknown), to tell its OOM killer from a kill -9.
+	oomKills int64
 
 	wmu    sync.Mutex // serializes writes to stdin
 	mu     sync.Mutex
@@ -99,7 +104,7 @@ func startWorker(limits Limits) (*worker, error) {
 		}
 	}
 	w := &worker{proc: p.Process, stdin: p.Stdin, stdout: p.Stdout, limits: limits, dataLimit: data,
-		stderr: &childproc.CappedBuffer{Max: 16 << 10}, exited: make(chan struct{})}
+		stderr: &childproc.CappedBuffer{Max: 16 << 10}, exited: make(chan struct{}), oomKills: oomKills()}
 	w.bw = bufio.NewWriterSize(w.stdin, 64<<10)
 	w.br = bufio.NewReaderSize(w.stdout, 64<<10)
 	copied := make(chan struct{})
@@ -293,15 +298,43 @@ func (w *worker) deathError() error {
 	if w.state != nil {
 		ws, _ = w.state.Sys().(syscall.WaitStatus)
 	}
-	if outOfMemory(stderr) || (ws.Signaled() && ws.Signal() == syscall.SIGKILL) {
-		// SIGKILL that the engine did not send is the kernel's OOM killer.
+	killed := ws.Signaled() && ws.Signal() == syscall.SIGKILL
+	if outOfMemory(stderr) || killed && oomKilledSince(w.oomKills) {
 		return &QueryError{Kind: KindResources, Err: fmt.Errorf("the query's process ran out of memory%s: %s", w.capText(), memoryHint(w.limits))}
+	}
+	if killed {
+		return &QueryError{Kind: KindInternal, Err: errors.New("the query's process was killed (SIGKILL) from outside pchronicle, and the kernel reports no out-of-memory kill")}
 	}
 	msg := firstLine(strings.TrimSpace(stderr))
 	if msg == "" && w.state != nil {
 		msg = w.state.String()
 	}
 	return &QueryError{Kind: KindInternal, Err: fmt.Errorf("the query worker failed: %s", msg)}
+}
+
+// oomKills reads the kernel's count of out-of-memory kills (-1 where it
+// cannot be read).
+func oomKills() int64 {
+	b, err := os.ReadFile("/proc/vmstat")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// oomKilledSince reports whether the kernel's OOM killer killed a process
+// since its count was before: the likeliest sender of a SIGKILL the engine
+// did not send. Where the count cannot be read, it is assumed.
+func oomKilledSince(before int64) bool {
+	now := oomKills()
+	return before < 0 || now < 0 || now > before
 }
 
 // outOfMemory reports whether a worker's stderr says an allocation failed:

@@ -117,6 +117,21 @@ func hold(ctx context.Context, src Source, size int64, session bool) (release fu
 	return func() { once.Do(func() { b.give(need) }) }, nil
 }
 
+// CheckDocument fails with a *BudgetError when a document of size bytes
+// (what names it: a file, an entry of an archive) alone would take more
+// memory than the budget in ctx: what a reader that inflates compressed
+// data checks as the bytes grow. Without a budget it never fails.
+func CheckDocument(ctx context.Context, what string, size int64) error {
+	b := budgetOf(ctx)
+	if b == nil {
+		return nil
+	}
+	if need := size * documentCharge; need > b.limit {
+		return &BudgetError{Path: what, Size: size, Need: need, Limit: b.limit}
+	}
+	return nil
+}
+
 // take raises a hold of held bytes to need, waiting while the others hold
 // too much for it.
 func (b *DocumentBudget) take(ctx context.Context, held, need int64) error {

@@ -1,6 +1,9 @@
 package format
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -13,6 +16,10 @@ import (
 type Usage struct {
 	Prompt, Completion, Cached, Reasoning *int64
 	Cost                                  *float64
+	// OutOfRange are the members whose number does not fit its column
+	// (1e999, a 30-digit count), by name, as written: Apply keeps them in
+	// the step's extra instead of leaving the column NULL unexplained.
+	OutOfRange map[string]string
 }
 
 // Empty reports whether no figure was found.
@@ -80,7 +87,27 @@ func UsageOfValid(raw []byte) Usage {
 	if c, ok := Float(m[cost]); ok {
 		u.Cost = model.Float(c)
 	}
+	for i, raw := range m {
+		if i < int(promptTokens) {
+			continue // objects
+		}
+		if i == int(cost) && FloatOutOfRange(raw) || i != int(cost) && IntOutOfRange(raw) {
+			u.keepOutOfRange(usageKeys[i], raw)
+		}
+	}
+	for i, raw := range [][]byte{cached[0], reasoning[0]} {
+		if IntOutOfRange(raw) {
+			u.keepOutOfRange([]string{"cached_tokens", "reasoning_tokens"}[i], raw)
+		}
+	}
 	return u
+}
+
+func (u *Usage) keepOutOfRange(name string, raw []byte) {
+	if u.OutOfRange == nil {
+		u.OutOfRange = map[string]string{}
+	}
+	u.OutOfRange[name] = string(bytes.TrimSpace(raw))
 }
 
 // Apply sets the step's token and cost columns that u has.
@@ -99,6 +126,13 @@ func (u Usage) Apply(st *model.Step) {
 	}
 	if u.Cost != nil {
 		st.CostUSD = u.Cost
+	}
+	if len(u.OutOfRange) > 0 {
+		add := make(map[string]json.RawMessage, len(u.OutOfRange))
+		for name, text := range u.OutOfRange {
+			add[name], _ = json.Marshal(text) // as text: no column type holds it
+		}
+		st.Extra = MergeExtras(st.Extra, add)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -187,6 +188,40 @@ func Int(raw json.RawMessage) (int64, bool) {
 		return int64(f), true
 	}
 	return 0, false
+}
+
+// numberLiteral returns raw as a JSON number's text ("" for anything else).
+func numberLiteral(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return ""
+	}
+	return string(raw)
+}
+
+// IntOutOfRange reports whether raw is a JSON number that Int refuses only
+// for its size: a count of 30 digits, 1e999.
+func IntOutOfRange(raw []byte) bool {
+	s := numberLiteral(raw)
+	if s == "" {
+		return false
+	}
+	if _, ok := Int(raw); ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return (err == nil || errors.Is(err, strconv.ErrRange)) && (math.IsInf(f, 0) || f == math.Trunc(f) && math.Abs(f) >= 1<<62)
+}
+
+// FloatOutOfRange reports whether raw is a JSON number too large for a
+// float64 (1e999), which Float refuses.
+func FloatOutOfRange(raw []byte) bool {
+	s := numberLiteral(raw)
+	if s == "" {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0)
 }
 
 // Float decodes raw as a number (or a numeric string).

@@ -13,6 +13,15 @@ func LinkOrCopy(src, dst string) error {
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}
+	return Copy(src, dst)
+}
+
+// Copy makes dst (which must not exist, created private to the user) a
+// copy of src that shares no bytes with it: what one process writes into
+// either later never shows in the other. io.Copy between files uses
+// copy_file_range on Linux, which a filesystem with reflinks (btrfs, XFS)
+// may serve without copying the data.
+func Copy(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

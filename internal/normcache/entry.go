@@ -183,8 +183,9 @@ func (c *Cache) readManifest(id string) (*manifest, error) {
 	return decodeManifest(data)
 }
 
-// write stages the files (relation → path, linked or copied, then
-// digested) with their manifest and publishes the entry by a rename. It
+// write stages the files (relation → path, copied, then digested: a hard
+// link would let a later write into the cache reach the Snapshot that
+// normalized them) with their manifest and publishes the entry by a rename. It
 // returns the entry's id and its size (files and manifest). Nothing is fsynced: a
 // lookup verifies every file, so a crash costs at most a rebuild.
 func (c *Cache) write(members []Member, owners []string, files map[string]string) (string, int64, error) {
@@ -214,7 +215,7 @@ func (c *Cache) write(members []Member, owners []string, files map[string]string
 			return "", 0, fmt.Errorf("normalization cache: bad relation name %q", rel)
 		}
 		staged[i] = filepath.Join(stage, fileName(rel))
-		if err := fsx.LinkOrCopy(files[rel], staged[i]); err != nil {
+		if err := fsx.Copy(files[rel], staged[i]); err != nil {
 			return "", 0, err
 		}
 	}
@@ -343,10 +344,12 @@ func checksumFiles(paths []string) (sums []string, sizes []int64, err error) {
 	return sums, sizes, nil
 }
 
-// link makes the files of entry id available under dir (hard links, or
-// copies on another filesystem) and verifies the linked files against the
-// manifest: a missing, truncated or altered file is errCorrupt. It returns
-// relation → linked path.
+// link makes the files of entry id available under dir as private copies
+// and verifies the copies against the manifest: a missing, truncated or
+// altered file is errCorrupt. A copy, not a hard link: the Snapshot then
+// reads exactly the bytes that were verified, whatever anyone writes into
+// the cache while it lives (docs/storage.md, "What a Snapshot trusts"). It
+// returns relation → copied path.
 func (c *Cache) link(id string, m *manifest, dir string) (map[string]string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -354,7 +357,7 @@ func (c *Cache) link(id string, m *manifest, dir string) (map[string]string, err
 	linked := make([]string, len(m.Files))
 	for i, f := range m.Files {
 		linked[i] = filepath.Join(dir, fileName(f.Relation))
-		if err := fsx.LinkOrCopy(c.path(entriesDir, id, fileName(f.Relation)), linked[i]); err != nil {
+		if err := fsx.Copy(c.path(entriesDir, id, fileName(f.Relation)), linked[i]); err != nil {
 			return nil, c.missing(id, err)
 		}
 	}

@@ -17,7 +17,7 @@
 //     file for the index and the counters, and through renames for entries.
 //
 // The package knows nothing of formats or catalogs: a caller stores named
-// files (one per relation) for a set of members and gets them back linked
+// files (one per relation) for a set of members and gets them back as private copies
 // into a directory of its own.
 package normcache
 

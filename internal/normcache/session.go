@@ -45,7 +45,7 @@ const (
 	smallEntriesMin = 64
 )
 
-// Hit is a source found in the cache, its files linked into the session's
+// Hit is a source found in the cache, its files copied into the session's
 // directory. Hits from one entry share its Files, Dir and Owners.
 type Hit struct {
 	Member

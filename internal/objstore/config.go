@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // Config holds one Dataset's object-store settings. They are applied to the
@@ -94,8 +94,9 @@ func oneLine(s string) string {
 	return strings.Join(parts, "; ")
 }
 
-// scrubber removes a configuration's secrets, and the signature parameters
-// of any signed URL, from error text. SDK errors do not normally carry
+// scrubber removes a configuration's secrets, and every credential form
+// redact.Text knows (signed URLs, echoed Authorization headers), from error
+// text. SDK errors do not normally carry
 // them, but a server echoing a request back could; this is defense in depth
 // for everything that leaves the package.
 type scrubber struct{ secrets []string }
@@ -107,12 +108,6 @@ func newScrubber(cfg Config) scrubber {
 	}
 	return s
 }
-
-// signedParam matches the query parameters that make a URL a credential:
-// S3 and GCS V4 signatures, session tokens, Azure SAS signatures.
-var signedParam = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)\b(x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig)=[^&\s"']+`)
-})
 
 // error is the *Error of op on uri, counting the failures t saw. The cause
 // is kept unless its text had to be scrubbed, in which case only the
@@ -128,7 +123,7 @@ func (s scrubber) error(op, uri string, t *tally, err error) error {
 
 func (s scrubber) clean(err error) error {
 	msg := err.Error()
-	scrubbed := signedParam().ReplaceAllString(msg, "$1=[redacted]")
+	scrubbed := redact.Text(msg)
 	for _, v := range s.secrets {
 		scrubbed = strings.ReplaceAll(scrubbed, v, "[redacted]")
 	}

@@ -17,12 +17,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
-	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+	"github.com/duckdb/duckdb-go/v2" // also registers the "duckdb" driver
 
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
@@ -147,6 +149,18 @@ func (a *Analysis) SessionBound(dataset, relation string) []string {
 	return out
 }
 
+// setAdvice matches DuckDB's advice to change a setting ("Use \"SET
+// max_expression_depth TO x\" to increase …", a "Possible solutions:" list
+// of SET statements): user SQL may run no SET, so the advice only misleads.
+var setAdvice = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)\s*(Use|Try) "?SET [^"]*"? to [^.]*\.|\s*Possible solutions:.*`)
+})
+
+// WithoutSetAdvice removes DuckDB's advice to run a SET statement from msg.
+func WithoutSetAdvice(msg string) string {
+	return setAdvice().ReplaceAllString(msg, "")
+}
+
 // ValidationError rejects user SQL; Msg names the offending construct.
 type ValidationError struct{ Msg string }
 
@@ -165,6 +179,11 @@ type Parser struct {
 	db *sql.DB
 }
 
+// parserMemory bounds the parser instance. A statement's syntax tree, as
+// JSON, is ~200 times its text: 256 MB parses an IN list of 100,000 values;
+// beyond that the statement is rejected, never the server's memory grown.
+const parserMemory = "256MB"
+
 // parserSetup locks the parser instance down before any user text reaches
 // it. json_serialize_sql only parses, but if a future DuckDB ever binds, the
 // instance still cannot read files, load extensions or change settings.
@@ -173,7 +192,7 @@ var parserSetup = []string{
 	"SET autoload_known_extensions=false",
 	"SET enable_external_access=false",
 	"SET threads=1",
-	"SET memory_limit='64MB'",
+	"SET memory_limit='" + parserMemory + "'",
 	"SET lock_configuration=true",
 }
 
@@ -323,6 +342,11 @@ func checkText(sql string) error {
 func serialize(ctx context.Context, conn Rower, body string) (map[string]any, error) {
 	var text string
 	err := conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", body).Scan(&text)
+	var de *duckdb.Error
+	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory {
+		// DuckDB's advice (SET statements) is for its own user, not ours.
+		return nil, reject("the statement is too large to analyze (%d bytes of SQL ran the parser out of memory): split it into smaller queries", len(body))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("query: parse: %w", err)
 	}
@@ -340,7 +364,7 @@ func serialize(ctx context.Context, conn Rower, body string) (map[string]any, er
 		if strings.Contains(out.ErrorMsg, "Only SELECT statements") {
 			return nil, notSelect(body)
 		}
-		msg := strings.TrimSpace(out.ErrorMsg)
+		msg := WithoutSetAdvice(strings.TrimSpace(out.ErrorMsg))
 		if pos, err := strconv.Atoi(out.Position); err == nil {
 			msg += caret(body, pos)
 		}

@@ -144,6 +144,11 @@ func (a *analyzer) fields(m map[string]any, sc *scope, skip ...string) error {
 }
 
 func (a *analyzer) expr(m map[string]any, cls string, sc *scope) error {
+	if cls == "PARAMETER" {
+		// Nothing binds values to it: DuckDB would fail at run time with
+		// an argument count, which reads as an internal error.
+		return reject("parameter $%s has no value: queries take no parameters; write the value into the SQL", str(m, "identifier"))
+	}
 	if cls == "FUNCTION" || cls == "WINDOW" {
 		name := strings.ToLower(str(m, "function_name"))
 		if why := deniedFunction(name); why != "" {

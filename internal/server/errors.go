@@ -6,17 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/query"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // Error codes are stable: clients branch on them (docs/http-api.md).
 const (
 	CodeBadRequest       = "bad_request"
+	CodeBodyTooLarge     = "request_too_large"
+	CodeInvalidUTF8      = "invalid_utf8"
 	CodeNotFound         = "not_found"
 	CodeMethod           = "method_not_allowed"
 	CodeInvalidToken     = "invalid_page_token"
@@ -53,13 +57,16 @@ func badRequest(format string, args ...any) error {
 func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae
+		return &apiError{status: ae.status, code: ae.code, msg: redact.Text(ae.msg), extra: ae.extra}
 	}
 	var pt *catalog.PageTokenError
 	var ve *query.ValidationError
 	var qe *engine.QueryError
 	var changed *catalog.ErrSourceChanged
-	msg := catalog.RedactURI(err.Error())
+	// The same redaction as the log's (redact.ReplaceAttr): a backend
+	// that echoes a request's Authorization header must not hand its key
+	// id to the caller.
+	msg := redact.Text(catalog.RedactURI(err.Error()))
 	switch {
 	case errors.As(err, &pt) && pt.Stale:
 		return &apiError{status: http.StatusConflict, code: CodeStaleToken, msg: msg}
@@ -89,6 +96,44 @@ func classify(err error) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, code: CodeNotReady, msg: msg}
 	}
 	return &apiError{status: http.StatusInternalServerError, code: CodeInternal, msg: msg}
+}
+
+// pathsHidden is an error whose text names files by their _file_ and the
+// Snapshot's temp directory by a mark, never by the server's paths: parse
+// errors and OS errors below name the absolute path they opened.
+type pathsHidden struct {
+	msg string
+	err error
+}
+
+func (e *pathsHidden) Error() string { return e.msg }
+func (e *pathsHidden) Unwrap() error { return e.err }
+
+// hidePaths rewrites err's text for an answer from snap: a path under a
+// Dataset's local root becomes the _file_ it is, one under the temp
+// directory "[snapshot]".
+func hidePaths(snap *catalog.Snapshot, err error) error {
+	if snap == nil {
+		return err
+	}
+	var pairs []string
+	for _, d := range snap.Datasets {
+		if filepath.IsAbs(d.Root) {
+			pairs = append(pairs, strings.TrimSuffix(d.Root, "/")+"/", "")
+		}
+	}
+	if snap.TempDir != "" {
+		pairs = append(pairs, snap.TempDir, "[snapshot]")
+	}
+	hide := strings.NewReplacer(pairs...).Replace
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return &apiError{status: ae.status, code: ae.code, msg: hide(ae.msg), extra: ae.extra}
+	}
+	if msg := err.Error(); hide(msg) != msg {
+		return &pathsHidden{msg: hide(msg), err: err}
+	}
+	return err
 }
 
 // errNotReady is what a runtime without a published generation answers.
@@ -121,9 +166,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	// An answer opened as a page must not run or load anything.
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(true) // trajectory text is hostile: never let it read as markup

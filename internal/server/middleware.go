@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -49,6 +50,39 @@ func Logged(log *slog.Logger, next http.Handler) http.Handler {
 	return (&Server{log: log}).middleware(next)
 }
 
+// APIContentSecurityPolicy is the policy of every answer that is not a
+// Web Explorer page: an answer opened as a page must not run or load
+// anything.
+const APIContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; sandbox"
+
+// SecurityHeaders sets the headers every answer carries, whatever its
+// type (JSON, errors, exports, text, CSV) and whichever process wrote it
+// (serve, a Directory parent, its workers). The Web Explorer replaces the
+// policy with its own for its pages (docs/http-api.md, "Conventions").
+func SecurityHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", APIContentSecurityPolicy)
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+}
+
+// CheckSecurityHeaders reports the first of SecurityHeaders missing from h,
+// for the tests of every process that answers HTTP.
+func CheckSecurityHeaders(h http.Header) error {
+	want := http.Header{}
+	SecurityHeaders(want)
+	for k := range want {
+		if k == "Content-Security-Policy" && h.Get(k) != "" {
+			continue // the Web Explorer's pages have their own
+		}
+		if h.Get(k) != want.Get(k) {
+			return fmt.Errorf("header %s is %q, want %q", k, h.Get(k), want.Get(k))
+		}
+	}
+	return nil
+}
+
 // statusWriter records what a handler wrote, for the access log.
 type statusWriter struct {
 	http.ResponseWriter
@@ -80,8 +114,8 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// middleware gives every request an id (the caller's, if well-formed),
-// recovers a panic into a 500 and logs one line per request: method, path
+// middleware gives every request an id (the caller's, if well-formed) and
+// the security headers, recovers a panic into a 500 and logs one line per request: method, path
 // (never the query string or headers, which may carry keys or search text),
 // status, bytes, duration.
 func (s *Server) middleware(next http.Handler) http.Handler {
@@ -95,6 +129,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}
 		r = r.WithContext(WithRequestID(r.Context(), id))
 		w.Header().Set(RequestIDHeader, id)
+		SecurityHeaders(w.Header())
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
 		defer func() {

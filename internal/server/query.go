@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/route"
@@ -31,12 +33,37 @@ type queryRequest struct {
 // maxQueryBody bounds a query request's body.
 const maxQueryBody = 1 << 20
 
+// decodeQuery reads and decodes a query request's body.
 func decodeQuery(r *http.Request) (*queryRequest, error) {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxQueryBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxQueryBody+1))
+	if err != nil {
+		return nil, badRequest("request body: %v", err)
+	}
+	return parseQueryRequest(body, r.Header.Get("Accept"))
+}
+
+// parseQueryRequest decodes a query request strictly: one JSON object of
+// known fields in valid UTF-8 and nothing after it, so that what runs is
+// exactly what the caller sent (the decoder would otherwise replace bad
+// bytes in sql with U+FFFD, and ignore a second object). accept picks the
+// format when the body names none.
+func parseQueryRequest(body []byte, accept string) (*queryRequest, error) {
+	if len(body) > maxQueryBody {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+			msg: fmt.Sprintf("request body: larger than %d bytes", maxQueryBody)}
+	}
+	if !utf8.Valid(body) {
+		return nil, &apiError{status: http.StatusBadRequest, code: CodeInvalidUTF8,
+			msg: fmt.Sprintf("request body: invalid UTF-8 at byte %d", invalidUTF8At(body))}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var q queryRequest
 	if err := dec.Decode(&q); err != nil {
 		return nil, badRequest("request body: want a JSON object {\"sql\": ...}: %v", err)
+	}
+	if off := dec.InputOffset(); len(bytes.TrimLeft(body[off:], " \t\r\n")) > 0 {
+		return nil, badRequest("request body: unexpected data after the JSON object at byte %d", off)
 	}
 	if strings.TrimSpace(q.SQL) == "" {
 		return nil, badRequest("request body: sql is empty")
@@ -45,7 +72,7 @@ func decodeQuery(r *http.Request) (*queryRequest, error) {
 		return nil, badRequest("request body: max_rows and timeout_ms must not be negative")
 	}
 	if q.Format == "" {
-		switch accept := r.Header.Get("Accept"); {
+		switch {
 		case strings.Contains(accept, "text/csv"):
 			q.Format = "csv"
 		case strings.Contains(accept, "application/x-ndjson"):
@@ -60,6 +87,18 @@ func decodeQuery(r *http.Request) (*queryRequest, error) {
 		return nil, badRequest("request body: format %q: want json, csv or ndjson", q.Format)
 	}
 	return &q, nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // Routing is the source_routing field: what the index did for a query.

@@ -216,6 +216,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt routeDef) {
 		}
 	}
 	if err := rt.handle(w, r, g); err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, hidePaths(g.Snapshot(), err))
 	}
 }

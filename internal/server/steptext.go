@@ -51,7 +51,6 @@ func (s *Server) storylineText(w http.ResponseWriter, r *http.Request, g Generat
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write([]byte(t.Value))
 	return nil
 }

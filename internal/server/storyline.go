@@ -354,7 +354,6 @@ func (s *Server) storylineExport(w http.ResponseWriter, r *http.Request, g Gener
 	name := safeFileName(key.SessionID) + ext
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write(body)
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		w.Write([]byte("\n"))

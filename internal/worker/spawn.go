@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/pchronicle/pchronicle/internal/childproc"
+	"github.com/pchronicle/pchronicle/internal/engine/spawn"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
+	"github.com/pchronicle/pchronicle/internal/redact"
 )
 
 // ErrUnavailable: the worker did not answer in time (it was killed) or
@@ -65,7 +67,11 @@ type Spawner struct {
 
 // proc is one started worker.
 type proc struct {
-	cmd    *exec.Cmd
+	cmd *exec.Cmd
+	// tmp is the worker's own temp directory (its TMPDIR): its Snapshot's
+	// normalized rows and its DuckDB's spill land there, and the parent
+	// removes it as soon as the worker has exited, killed or not.
+	tmp    string
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr *childproc.CappedBuffer
@@ -82,15 +88,27 @@ func (s *Spawner) start() (*proc, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd := exec.Command(s.Path, args...)
-	cmd.Env = Environ(env)
-	p := &proc{cmd: cmd, stderr: &childproc.CappedBuffer{Max: 64 << 10}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	var err error
-	if p.stdin, p.stdout, err = childproc.Start(cmd); err != nil {
+	tmp, err := os.MkdirTemp("", "pchronicle-worker-")
+	if err != nil {
 		return nil, fmt.Errorf("start the query worker: %w", err)
 	}
-	go func() { p.werr = cmd.Wait(); close(p.exited) }()
+	cmd := exec.Command(s.Path, args...)
+	cmd.Env = append(Environ(env), "TMPDIR="+tmp)
+	// A worker and its DuckDB children die with the parent, kill -9 included.
+	cmd.SysProcAttr = spawn.DieWithParent()
+	p := &proc{cmd: cmd, tmp: tmp, stderr: &childproc.CappedBuffer{Max: 64 << 10}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if p.stdin, p.stdout, err = childproc.Start(cmd); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("start the query worker: %w", err)
+	}
+	go func() {
+		p.werr = cmd.Wait()
+		// Whatever the worker left (a killed one cleans nothing up) goes
+		// before anyone learns that it exited.
+		os.RemoveAll(tmp)
+		close(p.exited)
+	}()
 	return p, nil
 }
 
@@ -363,9 +381,9 @@ func (r *run) finish(cause error) error {
 
 func (r *run) scrub(s string) string {
 	for _, secret := range r.secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
+		s = strings.ReplaceAll(s, secret, redact.Mark)
 	}
-	return s
+	return redact.Text(s)
 }
 
 // secretsOf lists the job's keys that must not reach a log.

@@ -106,6 +106,16 @@ func echoBuild(ctx context.Context, job Job) (http.Handler, func(), error) {
 		fmt.Fprintln(os.Stderr, "worker crashing; key", job.Mounts[0].SecretKey.Reveal())
 		os.Exit(3)
 	})
+	mux.HandleFunc("/litter", func(w http.ResponseWriter, r *http.Request) {
+		// What a Snapshot leaves in the temp directory, then a hang.
+		path := filepath.Join(os.TempDir(), "pchronicle-snapshot-x", "rows.parquet")
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		os.WriteFile(path, []byte("normalized rows of the caller"), 0o600)
+		w.Header().Set("X-Litter", path)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Minute)
+	})
 	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>hi</html>") })
 	return mux, func() {}, nil
 }
@@ -241,6 +251,30 @@ func TestTimeoutKillsTheWorker(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log holds a key of the job:\n%s", logs)
 		}
+	}
+}
+
+// TestKilledWorkersTempDirIsRemovedAtOnce: what a worker killed at its
+// timeout left in its temp directory is gone by the time the run ends,
+// and no worker can write into the parent's own temp directory.
+func TestKilledWorkersTempDirIsRemovedAtOnce(t *testing.T) {
+	s, _ := spawner(t)
+	s.Timeout = 3 * time.Second
+	res, err := s.Run(context.Background(), Job{Request: Request{Method: "GET", Path: "/litter"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	litter := res.Header.Get("X-Litter")
+	if _, err := os.Stat(litter); err != nil || !strings.HasPrefix(litter, os.TempDir()+"/pchronicle-worker-") {
+		t.Fatalf("the worker wrote %q (%v), want a file in a temp directory of its own", litter, err)
+	}
+	io.Copy(io.Discard, res.Body)
+	if err := res.Body.Close(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("the worker was not killed: %v", err)
+	}
+	tmp := filepath.Dir(filepath.Dir(litter))
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the killed worker's temp directory %s is still there (%v)", tmp, err)
 	}
 }
 

@@ -29,9 +29,53 @@ const (
 	epochMarker = "_epoch_"
 )
 
-// maxEntryBytes bounds one entry read into memory (one sample, or one
-// chunk of it).
-const maxEntryBytes = 4 << 30
+// Bounds of what an entry (one sample, or one chunk of it) may inflate to
+// in memory: an absolute size, a ratio to its compressed size beyond a
+// floor (Inspect's JSON compresses 5 to 30 times; a thousandfold entry is a
+// decompression bomb, not a log), and the query's document-memory budget
+// for all the entries of one sample, which are alive together.
+const (
+	maxEntryBytes = 4 << 30
+	maxRatio      = 200
+	ratioFloor    = 64 << 20
+)
+
+// inflation bounds the entries of one .eval read into memory.
+type inflation struct {
+	ctx   context.Context // carries the document budget
+	src   format.Source
+	total int64 // bytes the entries of the current sample inflated to
+}
+
+// check fails when entry f, having inflated to n bytes, passes a bound.
+func (in *inflation) check(f *zip.File, n int64) error {
+	switch {
+	case n > maxEntryBytes:
+		return entryError(in.src, f.Name, fmt.Errorf("inflates to more than the %d bytes this reader holds in memory", int64(maxEntryBytes)))
+	case n > ratioFloor && n > int64(f.CompressedSize64)*maxRatio:
+		return entryError(in.src, f.Name, fmt.Errorf("inflates to %d bytes from %d compressed, more than %d times: refused as a decompression bomb", n, f.CompressedSize64, maxRatio))
+	}
+	return format.CheckDocument(in.ctx, in.src.Path+", entry "+f.Name, in.total+n)
+}
+
+// boundedEntry reads an entry's decompressed bytes, failing as soon as they
+// pass a bound. archive/zip already refuses more bytes than the declared
+// size, which check sees first; this holds whatever a decompressor does.
+type boundedEntry struct {
+	io.Reader
+	in *inflation
+	f  *zip.File
+	n  int64
+}
+
+func (b *boundedEntry) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.n += int64(n)
+	if bad := b.in.check(b.f, b.n); bad != nil {
+		return n, bad
+	}
+	return n, err
+}
 
 // isLogEntry reports whether a zip entry name is one only Inspect writes at
 // an .eval's top level.
@@ -95,7 +139,8 @@ func readEval(ctx context.Context, r io.Reader, src format.Source, emit format.E
 	if len(samples) == 0 && files[headerJSON] == nil && files[startJSON] == nil {
 		return format.Errorf(src, 0, "", "the zip has no %s, %s or %s… entries: not an Inspect eval log", headerJSON, startJSON, samplesDir)
 	}
-	h, headerWarning, err := zipHeader(files, src)
+	in := &inflation{ctx: ctx, src: src}
+	h, headerWarning, err := zipHeader(files, in)
 	if err != nil {
 		return err
 	}
@@ -103,7 +148,8 @@ func readEval(ctx context.Context, r io.Reader, src format.Source, emit format.E
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := s.load(src)
+		in.total = 0 // a sample's entries are alive together, not the samples'
+		d, err := s.load(in)
 		if err != nil {
 			return err
 		}
@@ -211,14 +257,14 @@ func sortID(id string) string {
 // plan) for a log whose eval has not finished. When header.json cannot be
 // read but start.json can, warning says so. A log with neither has an
 // empty header (the builder warns about it).
-func zipHeader(files map[string]*zip.File, src format.Source) (h header, warning string, err error) {
+func zipHeader(files map[string]*zip.File, in *inflation) (h header, warning string, err error) {
 	var failed error
 	for _, name := range []string{headerJSON, startJSON} {
 		f := files[name]
 		if f == nil {
 			continue
 		}
-		obj, err := readObject(f, src, "the log header")
+		obj, err := readObject(f, in, "the log header")
 		if err != nil {
 			if failed == nil {
 				failed = err
@@ -240,43 +286,49 @@ func zipHeader(files map[string]*zip.File, src format.Source) (h header, warning
 }
 
 // readEntry reads one entry whole and checks it is JSON.
-func readEntry(f *zip.File, src format.Source) ([]byte, error) {
-	if f.UncompressedSize64 > maxEntryBytes {
-		return nil, entryError(src, f.Name, fmt.Errorf("%d bytes uncompressed, more than the %d this reader holds in memory", f.UncompressedSize64, int64(maxEntryBytes)))
+func readEntry(f *zip.File, in *inflation) ([]byte, error) {
+	if err := in.check(f, int64(min(f.UncompressedSize64, maxEntryBytes+1))); err != nil {
+		return nil, err
 	}
 	rc, err := f.Open()
 	if err != nil {
 		if errors.Is(err, zip.ErrAlgorithm) {
 			err = fmt.Errorf("compression method %d is not supported (stored, deflate and zstd are)", f.Method)
 		}
-		return nil, entryError(src, f.Name, err)
+		return nil, entryError(in.src, f.Name, err)
 	}
 	defer rc.Close()
 	// The declared size is only a hint for the buffer (a damaged or hostile
 	// header may claim gigabytes); reading past it fails in archive/zip.
 	buf := bytes.NewBuffer(make([]byte, 0, min(f.UncompressedSize64, 64<<20)+1))
-	if _, err := buf.ReadFrom(rc); err != nil {
-		return nil, entryError(src, f.Name, fmt.Errorf("damaged entry: %w", err))
+	if _, err := buf.ReadFrom(&boundedEntry{Reader: rc, in: in, f: f}); err != nil {
+		var pe *format.ParseError
+		var be *format.BudgetError
+		if errors.As(err, &pe) || errors.As(err, &be) {
+			return nil, err
+		}
+		return nil, entryError(in.src, f.Name, fmt.Errorf("damaged entry: %w", err))
 	}
+	in.total += int64(buf.Len())
 	data, ok := validJSON(buf.Bytes())
 	if !ok {
 		var v jsonx.RawMessage
-		pe := format.DocumentError(src, data, "inspect log entry", jsonx.Unmarshal(data, &v))
-		return nil, entryError(src, f.Name, fmt.Errorf("line %d: %w", pe.Line, pe.Err))
+		pe := format.DocumentError(in.src, data, "inspect log entry", jsonx.Unmarshal(data, &v))
+		return nil, entryError(in.src, f.Name, fmt.Errorf("line %d: %w", pe.Line, pe.Err))
 	}
 	return data, nil
 }
 
 // readObject reads an entry that must hold a JSON object (what names it
 // in the error).
-func readObject(f *zip.File, src format.Source, what string) (map[string]jsonx.RawMessage, error) {
-	data, err := readEntry(f, src)
+func readObject(f *zip.File, in *inflation, what string) (map[string]jsonx.RawMessage, error) {
+	data, err := readEntry(f, in)
 	if err != nil {
 		return nil, err
 	}
 	obj := format.SplitObject(data)
 	if obj == nil {
-		return nil, entryError(src, f.Name, fmt.Errorf("%s must be a JSON object", what))
+		return nil, entryError(in.src, f.Name, fmt.Errorf("%s must be a JSON object", what))
 	}
 	return obj, nil
 }
@@ -301,20 +353,20 @@ func entryParts(entry string) []any {
 }
 
 // load reads the sample's entries into a sampleData.
-func (s *evalSample) load(src format.Source) (*sampleData, error) {
+func (s *evalSample) load(in *inflation) (*sampleData, error) {
 	if s.monolith != nil {
-		data, err := readEntry(s.monolith, src)
+		data, err := readEntry(s.monolith, in)
 		if err != nil {
 			return nil, err
 		}
 		i := jsonx.SkipWS(data, 0)
 		if i >= len(data) || data[i] != '{' {
-			return nil, entryError(src, s.monolith.Name, errors.New("an inspect sample must be a JSON object"))
+			return nil, entryError(in.src, s.monolith.Name, errors.New("an inspect sample must be a JSON object"))
 		}
 		d, _ := splitSample(data, i, LayoutEval, entryParts(s.monolith.Name))
 		return d, nil
 	}
-	return s.loadChunked(src)
+	return s.loadChunked(in)
 }
 
 // loadChunked puts a chunked sample together: the shell holds its members
@@ -323,28 +375,28 @@ func (s *evalSample) load(src format.Source) (*sampleData, error) {
 // sequence is the pool model events' input_refs index; the shell's
 // message_refs select the final conversation from it. Attachments are
 // referenced by their index in their sequence.
-func (s *evalSample) loadChunked(src format.Source) (*sampleData, error) {
-	obj, err := readObject(s.shell, src, "an inspect sample")
+func (s *evalSample) loadChunked(in *inflation) (*sampleData, error) {
+	obj, err := readObject(s.shell, in, "an inspect sample")
 	if err != nil {
 		return nil, err
 	}
 	base := entryParts(samplesDir + s.key)
 	d := &sampleData{fields: obj, layout: layoutEvalChunked, atSample: entryParts(s.shell.Name)}
 	if s.metadata != nil {
-		meta, err := readEntry(s.metadata, src)
+		meta, err := readEntry(s.metadata, in)
 		if err != nil {
 			return nil, err
 		}
 		obj["metadata"] = meta
 	}
 	var poolAt, eventsAt func(int) []any
-	if d.pool, poolAt, err = sequence(s.messages, "messages", base, src, &d.warnings); err != nil {
+	if d.pool, poolAt, err = sequence(s.messages, "messages", base, in, &d.warnings); err != nil {
 		return nil, err
 	}
-	if d.events, eventsAt, err = sequence(s.events, "events", base, src, &d.warnings); err != nil {
+	if d.events, eventsAt, err = sequence(s.events, "events", base, in, &d.warnings); err != nil {
 		return nil, err
 	}
-	if d.attach.byIndex, _, err = sequence(s.attachments, "attachments", base, src, &d.warnings); err != nil {
+	if d.attach.byIndex, _, err = sequence(s.attachments, "attachments", base, in, &d.warnings); err != nil {
 		return nil, err
 	}
 	if d.attach.byIndex == nil {
@@ -386,7 +438,7 @@ func (s *evalSample) loadChunked(src format.Source) (*sampleData, error) {
 // sequence concatenates a chunked sequence's chunks (each a JSON array) in
 // index order. A chunk that does not start where the previous one ended
 // is read where it is, with a warning. locate gives an item's pointer.
-func sequence(chunks map[int64]*zip.File, name string, base []any, src format.Source, warnings *[]model.Warning) (items [][]byte, locate func(int) []any, err error) {
+func sequence(chunks map[int64]*zip.File, name string, base []any, in *inflation, warnings *[]model.Warning) (items [][]byte, locate func(int) []any, err error) {
 	starts := make([]int64, 0, len(chunks))
 	for start := range chunks {
 		starts = append(starts, start)
@@ -399,13 +451,13 @@ func sequence(chunks map[int64]*zip.File, name string, base []any, src format.So
 	var places []place
 	for _, start := range starts {
 		f := chunks[start]
-		data, err := readEntry(f, src)
+		data, err := readEntry(f, in)
 		if err != nil {
 			return nil, nil, err
 		}
 		elems, ok := format.SplitArray(data)
 		if !ok {
-			return nil, nil, entryError(src, f.Name, fmt.Errorf("a %s chunk must be a JSON array", name))
+			return nil, nil, entryError(in.src, f.Name, fmt.Errorf("a %s chunk must be a JSON array", name))
 		}
 		if start != int64(len(items)) {
 			*warnings = append(*warnings, model.Warning{Pointer: entryPointer(f.Name),

@@ -3,7 +3,9 @@ package inspect
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -300,5 +302,55 @@ func TestEvalZipFromAStream(t *testing.T) {
 		if g, w := testutil.NewGoldenStoryline(got[i]), testutil.NewGoldenStoryline(want[i]); mustMarshal(t, g) != mustMarshal(t, w) {
 			t.Errorf("Storyline %d differs when read from a stream", i)
 		}
+	}
+}
+
+// TestEvalZipDecompressionIsBounded: an entry that inflates beyond its
+// ratio bound, or a sample whose entries together inflate beyond the
+// document-memory budget, fails naming the entry, before its bytes are
+// held; the same log within bounds reads.
+func TestEvalZipDecompressionIsBounded(t *testing.T) {
+	sampleOf := func(n int) string {
+		return `{"id":1,"epoch":1,"input":"` + strings.Repeat("a", n) + `","messages":[]}`
+	}
+	bomb := sampleOf(80 << 20) // 80 MiB of one letter: a thousandfold
+	shell := entry{"samples/1_epoch_1/sample.json", `{"id":1,"epoch":1,"input":"x"}`, zip.Store}
+	chunk := func(start int, n int) entry {
+		return entry{fmt.Sprintf("samples/1_epoch_1/messages/%d.json", start),
+			`[{"role":"user","content":"` + strings.Repeat("b", n) + `"}]`, zip.Deflate}
+	}
+	const mib = 1 << 20
+	tests := []struct {
+		name   string
+		data   []byte
+		budget int64
+		want   string // "" reads
+	}{
+		{"deflate bomb", buildZip(t, entry{"samples/1_epoch_1.json", bomb, zip.Deflate}), 0,
+			"t.eval#/samples/1_epoch_1.json: inflates to "},
+		{"zstd bomb", buildZip(t, entry{"samples/1_epoch_1.json", bomb, zstdMethod}), 0,
+			"t.eval#/samples/1_epoch_1.json: inflates to "},
+		{"sample over the budget", buildZip(t, entry{"samples/1_epoch_1.json", sampleOf(2 * mib), zstdMethod}), 6 * mib,
+			"t.eval, entry samples/1_epoch_1.json: this 2 MB JSON document is read whole"},
+		{"chunks over the budget together", buildZip(t, shell, chunk(0, mib), chunk(1, mib)), 9 * mib,
+			"t.eval, entry samples/1_epoch_1/messages/1.json: this 2 MB JSON document"},
+		{"chunks within the budget", buildZip(t, shell, chunk(0, mib), chunk(1, mib)), 18 * mib, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := format.WithDocumentBudget(context.Background(), format.NewDocumentBudget(tt.budget))
+			err := New().Normalize(ctx, bytes.NewReader(tt.data), format.Source{Path: "t.eval", File: "t.eval"}, LayoutEval,
+				func(*model.Storyline) error { return nil })
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("within bounds: %v", err)
+			case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+				t.Fatalf("err = %v\nwant one starting %q", err, tt.want)
+			}
+			var be *format.BudgetError
+			if tt.budget > 0 && tt.want != "" && !errors.As(err, &be) {
+				t.Errorf("%v is not a *format.BudgetError: a query would not report it as over its limits", err)
+			}
+		})
 	}
 }

@@ -103,6 +103,18 @@ func TestDetect(t *testing.T) {
 		{"atif.json", `{"schema_version":"ATIF-v1.5","session_id":"s","agent":{},"steps":[]}`, ""},
 		{"actf.jsonl", `{"atof_version":"0.1","kind":"scope"}` + "\n" + `{"kind":"mark"}`, ""},
 		{"atif.jsonl", `{"__header__":true,"schema_version":"ATIF-v1.5"}` + "\n" + `{"step_id":1}`, ""},
+		// Not trajectories: one record per file, a message header without
+		// content, a single request with its response (docs/formats.md, "What
+		// is not a trajectory").
+		{"msg_1.json", `{"id":"msg_1","sessionID":"ses_1","role":"assistant","time":{"created":1},"modelID":"m"}`, ""},
+		{"item.json", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`, ""},
+		{"message.json", `{"role":"user","content":"hi"}`, ""},
+		{"prt_1.json", `{"id":"prt_1","messageID":"msg_1","type":"reasoning","text":"think"}`, ""},
+		{"one.jsonl", `{"role":"user","content":"hi"}` + "\n", ""},
+		{"one-item.json", `[{"type":"message","role":"user","content":"hi"}]`, ""},
+		{"headers.jsonl", `{"role":"user","message":{"content":[]}}` + "\n" + `{"role":"assistant","message":{"content":[]}}` + "\n", ""},
+		{"completion.json", `{"model":"m","messages":[{"role":"user","content":"q"}],"response":{"choices":[{"message":{"role":"assistant","content":"a"}}]}}`, ""},
+		{"nomessages.json", `{"messages":[]}`, ""},
 		{"empty.json", "", ""},
 		{"text.txt", "hello", ""},
 		{"array.json", `[1,2]`, ""},

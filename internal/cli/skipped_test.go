@@ -124,3 +124,17 @@ func TestSkipUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenCodeStorageTreeGivesNoRows: an OpenCode storage tree (one record
+// per file: session, message headers, parts, project, todo; built in
+// internal/ingest/testdata after OpenCode's schemas) used to become three
+// made-up openai/responses Storylines. Through the binary it gives no rows
+// and one summary line.
+func TestOpenCodeStorageTreeGivesNoRows(t *testing.T) {
+	tree := filepath.Join(testutil.RepoRoot(t), "internal", "ingest", "testdata", "opencode-storage")
+	stdout, stderr, code := testutil.Run(t, "query", tree, "--no-cache", "--format", "csv", "SELECT count(*) AS n FROM runs")
+	lines := warningLines(stderr)
+	if code != 0 || stdout != "n\n0\n" || len(lines) != 1 || !strings.HasPrefix(lines[0], "pchronicle: warning: 11 files are not trajectories, e.g. ") {
+		t.Fatalf("exit %d, stdout %q, warnings %q", code, stdout, lines)
+	}
+}

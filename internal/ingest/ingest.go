@@ -314,7 +314,7 @@ func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int
 		return det, err
 	}
 	det.Warnings = live
-	src.Parts = opts.Parts
+	src.Parts, src.Live = opts.Parts, len(live) > 0
 	hugeheap.Expect(max(size, int64(len(p.Prefix)))) // a stream of unknown size counts its prefix
 	emit = uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit))
 	if len(live) > 0 {

@@ -115,3 +115,30 @@ func TestLiveFileIsReadUpToItsLastCompleteLine(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveCodexRolloutIsTruncated: a rollout of an older Codex CLI (no task
+// events) that ends on the assistant's message is complete; the same
+// rollout with a torn line after it is still being written, so its turn is
+// not over: truncated.
+func TestLiveCodexRolloutIsTruncated(t *testing.T) {
+	const rollout = `{"timestamp":"2025-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s","cli_version":"0.1.2504"}}
+{"timestamp":"2025-05-01T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}
+{"timestamp":"2025-05-01T10:00:05Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fixed."}]}}
+`
+	dir := t.TempDir()
+	for name, tt := range map[string]struct{ data, status string }{
+		"complete.jsonl": {rollout, model.StatusCompleted},
+		"live.jsonl":     {rollout + `{"timestamp":"2025-05-01T10:00:09Z","type":"response_it`, model.StatusTruncated},
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(tt.data), 0o644)
+		var status string
+		_, err := NormalizeFile(context.Background(), path, name, Options{}, func(sl *model.Storyline) error {
+			status = sl.Run.Status
+			return nil
+		})
+		if err != nil || status != tt.status {
+			t.Errorf("%s: status %q (%v), want %q", name, status, err, tt.status)
+		}
+	}
+}

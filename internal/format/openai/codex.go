@@ -60,9 +60,10 @@ type rollout struct {
 // with task_started / task_complete / turn_aborted events; older ones wrote
 // none, and their turn is finished when the file ends on the assistant's
 // message (no call awaiting its output, no reasoning without its answer).
-func (ro *rollout) status() string {
+// live: the reader left out the file's torn last line (format.Source.Live).
+func (ro *rollout) status(live bool) string {
 	switch {
-	case ro.torn > 0 && ro.torn == ro.last:
+	case live, ro.torn > 0 && ro.torn == ro.last:
 		return model.StatusTruncated // the last line was being written
 	case ro.done > ro.started && ro.done > ro.abort:
 		return model.StatusCompleted
@@ -417,7 +418,7 @@ func (ro *rollout) finish(src format.Source) *model.Storyline {
 	run.EndedAt = ro.lastTS
 	total := format.ParseUsage(ro.lastTotal)
 	run.ReportedPromptTokens, run.ReportedCompletionTokens, run.ReportedCachedTokens = total.Prompt, total.Completion, total.Cached
-	run.Status = ro.status()
+	run.Status = ro.status(src.Live)
 	// One merge, not one per member: each merge validated, split and
 	// compacted the extra so far again (the session's instructions).
 	add := make(map[string]jsonx.RawMessage, 3)

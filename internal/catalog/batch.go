@@ -124,6 +124,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 	}
 	errs := make([]error, len(claimed))
 	formats := make([]string, len(claimed))
+	warnings := make([][]string, len(claimed))
 	placed := make([]bool, len(claimed)) // in a scratch set (written by one worker only)
 	var bytes int64
 	for _, i := range todo {
@@ -164,7 +165,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 				sc.sources, placed[i] = append(sc.sources, i), true
 				s := claimed[i].s
 				snap.resolves.Add(1)
-				formats[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(*s.Revision.(*FileRevision)), sc.w.Add)
+				formats[i], warnings[i], errs[i] = s.normalizeInto(ctx, s.Path, s.checkPin(*s.Revision.(*FileRevision)), sc.w.Add)
 				progress.Done(s.Size)
 			}
 		}()
@@ -208,8 +209,10 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 			// (Engine.soloFew), which normalized it once more.
 			owners := make([]string, 0, len(sc.sources))
 			for _, i := range sc.sources {
+				// A skipped unreadable file may have rows in them, as a
+				// failed one: it stays an owner, so readers filter it out.
 				var nt *notTrajectory
-				if !errors.As(errs[i], &nt) {
+				if !errors.As(errs[i], &nt) || nt.skipped {
 					owners = append(owners, claimed[i].s.File)
 				}
 			}
@@ -231,7 +234,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 					case closeErr != nil:
 						c.done, c.err = keep(ctx, closeErr), closeErr
 					default:
-						c.res = &Resolved{Files: map[string][]string{rel: files[rel]}, Dirs: []string{sc.dir}, Format: formats[i], Owners: owners}
+						c.res = &Resolved{Files: map[string][]string{rel: files[rel]}, Dirs: []string{sc.dir}, Format: formats[i], Owners: owners, Warnings: warnings[i]}
 					}
 				}
 				switch {
@@ -248,7 +251,7 @@ func (snap *Snapshot) ResolveFiles(ctx context.Context, reqs []FileRequest) erro
 			var members []cacheMember
 			for _, i := range sc.sources {
 				c := claimed[i]
-				members = append(members, cacheMember{c.s, c.keys, c.cacheable, errs[i], formats[i]})
+				members = append(members, cacheMember{c.s, c.keys, c.cacheable, errs[i], formats[i], warnings[i]})
 			}
 			snap.storeBatch(ctx, members, strings.Split(key, ","), files, owners, start)
 		}

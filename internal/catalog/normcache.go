@@ -254,7 +254,7 @@ func (s *Source) cached(ctx context.Context, want normcache.Want, rels []string,
 	}
 	for j, rel := range missing {
 		file, rows, ok := cacheFile(res, rel)
-		if !ok {
+		if !ok || res.uncacheable {
 			continue
 		}
 		m := normcache.Member{Key: missingKeys[j], File: s.File, Format: res.Format, Warnings: res.Warnings, NoRows: !rows}
@@ -375,6 +375,7 @@ type cacheMember struct {
 	cacheable bool
 	err       error
 	format    string
+	warnings  []string
 }
 
 // storeBatch keeps the shared files of a batch, one entry per relation, for
@@ -396,8 +397,8 @@ func (snap *Snapshot) storeBatch(ctx context.Context, batch []cacheMember, rels 
 			var nt *notTrajectory
 			switch {
 			case b.err == nil:
-				members = append(members, normcache.Member{Key: b.keys[j], File: b.s.File, Format: b.format})
-			case errors.As(b.err, &nt):
+				members = append(members, normcache.Member{Key: b.keys[j], File: b.s.File, Format: b.format, Warnings: b.warnings})
+			case errors.As(b.err, &nt) && !nt.skipped:
 				members = append(members, normcache.Member{Key: b.keys[j], File: b.s.File, Warnings: nt.resolved().Warnings, NoRows: true})
 			}
 		}

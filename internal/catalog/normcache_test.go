@@ -411,3 +411,29 @@ func TestResolveCachedResolvesOnlyWhatTheCacheHolds(t *testing.T) {
 		t.Fatal("tool_calls, which the cache did not hold, were resolved without normalizing")
 	}
 }
+
+// TestSkippedUnreadableFileIsNeverCached: under --skip-unreadable a damaged
+// file is a warning, alone and in a batch, but the cache keeps no entry for
+// it, so the next process without the flag fails on it again — naming
+// --exclude — and the flag's warning is never served from the cache.
+func TestSkippedUnreadableFileIsNeverCached(t *testing.T) {
+	defer catalog.SetRacyWindow(0)()
+	// The rows of the damaged file's lines before its bad one are never
+	// read: alone it has none, and the batch holds only a.jsonl's.
+	for sql, want := range map[string]string{`SELECT count(*) FROM runs WHERE _file_ = 'broken.jsonl'`: "[[0]]", `SELECT count(*) FROM runs`: "[[1]]"} {
+		root, dir := t.TempDir(), t.TempDir()
+		testutil.WriteFiles(t, root, map[string]string{"a.jsonl": chat("one"),
+			"broken.jsonl": chat("two") + `{"messages": [{"role": "user", "content": "cut` + "\n" + chat("three")})
+		skip := cacheOptions(dir)
+		skip.SkipUnreadable = true
+		for run := 0; run < 2; run++ {
+			if got, err := cachedQuery(t, root, skip, sql); err != nil || got != want {
+				t.Fatalf("%s with --skip-unreadable, run %d: %s, %v; want %s", sql, run, got, err, want)
+			}
+		}
+		_, err := cachedQuery(t, root, cacheOptions(dir), sql)
+		if err == nil || !strings.Contains(err.Error(), "--exclude 'broken.jsonl'") {
+			t.Fatalf("%s without the flag after a cached run: %v", sql, err)
+		}
+	}
+}

@@ -35,7 +35,8 @@ type Options struct {
 	MaxEntries        int    `opt:"max_entries" default:"1000000" check:"positive" help:"most directory entries or listed objects one Dataset walk may visit"`
 	MaxDetectionBytes int64  `opt:"max_detection_bytes" unit:"bytes" default:"1048576" check:"positive" help:"bytes read from a file to detect its format, e.g. 1048576 or 1MiB"`
 	MaxFileBytes      int64  `opt:"max_file_bytes" unit:"bytes" default:"0" check:"nonnegative" help:"largest peripheral file accepted, in bytes or as a size such as 2GB (0 = no limit)"`
-	Unrecognized      string `opt:"unrecognized" default:"warn" check:"unrecognized" help:"a file no format adapter recognizes: warn (it is not a trajectory: no rows and a warning naming it) or error (the query fails)"`
+	Unrecognized      string `opt:"unrecognized" default:"warn" check:"unrecognized" help:"a file no format adapter recognizes: warn (it is not a trajectory: no rows, counted in one summary warning) or error (the query fails)"`
+	SkipUnreadable    bool   `opt:"skip_unreadable" default:"false" check:"bool" help:"a file an adapter claims but cannot parse contributes no rows and a warning instead of failing the query"`
 	// Resolution and query bounds.
 	MaxConcurrentSources  int           `opt:"max_concurrent_sources" default:"4" check:"positive" help:"sources one query resolves at the same time"`
 	MaxEventFallbackRows  int64         `opt:"max_event_fallback_rows" default:"5000000" check:"nonnegative" help:"most canonical events one query may normalize when no fresh projection exists"`

@@ -97,6 +97,9 @@ type Resolved struct {
 	// build's); a column added later is absent from them and reads as NULL
 	// (model.Column.MissingIn).
 	SchemaVersion int
+	// uncacheable: the normalization cache must not keep this resolution
+	// (an unreadable file skipped by --skip-unreadable).
+	uncacheable bool
 }
 
 // Lacks reports whether the files predate column c (written at an older
@@ -505,9 +508,10 @@ func (s *Source) checkPin(rev FileRevision) func(os.FileInfo) error {
 // directory, writing the relations rels.
 func (s *Source) normalizePath(ctx context.Context, path string, check func(os.FileInfo) error, rels []string) (*Resolved, error) {
 	var format string
+	var warnings []string
 	res, err := s.scratch(rels, func(add func(*model.Storyline) error) error {
 		var err error
-		format, err = s.normalizeInto(ctx, path, check, add)
+		format, warnings, err = s.normalizeInto(ctx, path, check, add)
 		return err
 	})
 	var nt *notTrajectory
@@ -517,7 +521,7 @@ func (s *Source) normalizePath(ctx context.Context, path string, check func(os.F
 	if err != nil {
 		return nil, err
 	}
-	res.Format = format
+	res.Format, res.Warnings = format, warnings
 	return res, nil
 }
 
@@ -531,32 +535,50 @@ func (s *Source) unrecognizedPolicy() string {
 
 // notTrajectory is a file no adapter recognizes, read under the warn
 // policy for unrecognized files: it is not a trajectory source, so it
-// resolves to no rows and a warning that names it (a config.json or
-// result.json beside the trajectories must not fail every query over the
-// folder). A file an adapter claims but cannot parse is an error, as ever.
-type notTrajectory struct{ err error }
+// resolves to no rows and a warning, counted in the query's summary (a
+// config.json or result.json beside the trajectories must not fail every
+// query over the folder). A file an adapter claims but cannot parse is an
+// error, unless --skip-unreadable.
+//
+// skipped marks a file an adapter claimed but could not parse, skipped
+// under --skip-unreadable: no rows and a warning too, but never kept in the
+// normalization cache, since a later command without the flag must fail on
+// it.
+type notTrajectory struct {
+	err     error
+	skipped bool
+}
 
 func (e *notTrajectory) Error() string { return e.err.Error() }
 func (e *notTrajectory) Unwrap() error { return e.err }
 
 func (e *notTrajectory) resolved() *Resolved {
-	return &Resolved{Files: map[string][]string{}, Warnings: []string{e.err.Error() + " (not a trajectory: it contributes no rows)"}}
+	if e.skipped {
+		return &Resolved{Files: map[string][]string{}, Warnings: []string{e.err.Error() + skippedMark}, uncacheable: true}
+	}
+	return &Resolved{Files: map[string][]string{}, Warnings: []string{e.err.Error() + notTrajectoryMark}} // the error names the file first
 }
 
 // normalizeInto normalizes the local file at path through add and returns
-// its detected format; check, when set, re-checks the pin on the open file
-// before and after the read.
-func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, error) {
+// its detected format and what the file as a whole warns of (a torn last
+// line of a file being written); check, when set, re-checks the pin on the
+// open file before and after the read.
+func (s *Source) normalizeInto(ctx context.Context, path string, check func(os.FileInfo) error, add func(*model.Storyline) error) (string, []string, error) {
 	opts := ingest.Options{MaxDetectionBytes: s.snap.Options.MaxDetectionBytes, MaxFileBytes: s.snap.Options.MaxFileBytes, Check: check,
 		Outcome: s.outcome(), Parts: true}
 	det, err := ingest.NormalizeFile(ctx, path, s.File, opts, add)
 	if errors.Is(err, format.ErrUnrecognized) && s.unrecognizedPolicy() != UnrecognizedFail {
-		return "", &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}
+		return "", nil, &notTrajectory{err: fmt.Errorf("%s: %w", s.File, err)}
 	}
 	if err != nil {
-		return "", err
+		return "", nil, s.unreadable(err)
 	}
-	return det.Format, nil
+	var warnings []string
+	for _, w := range det.Warnings {
+		w.File = s.File // the Dataset-relative path, as the other warnings name it
+		warnings = append(warnings, w.String())
+	}
+	return det.Format, warnings, nil
 }
 
 // eventFallback normalizes the pinned canonical events into Storylines when

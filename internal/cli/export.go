@@ -75,6 +75,7 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 		if err != nil {
 			return err
 		}
+		reportWarnings(e.stderr, snap.Warnings())
 		fmt.Fprintf(e.stderr, "exported %d Storylines as %s\n", n, as)
 		return nil
 	}

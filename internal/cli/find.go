@@ -103,7 +103,11 @@ sources before anything is normalized.`,
 				}
 			}
 		}
-		return rw.Close()
+		if err := rw.Close(); err != nil {
+			return err
+		}
+		reportWarnings(e.stderr, snap.Warnings())
+		return nil
 	}
 	return cmd
 }

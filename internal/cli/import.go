@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -58,8 +59,10 @@ id kept in original_session_id, so (_file_, session_id) stays unique.
 whose rows replace any earlier rows of the same input.
 The same inputs always give the same rows.
 
---errors strict (default): the first unreadable or unrecognized file stops the
-import and nothing is published. --errors report: each bad file is listed on
+A file no format recognizes is not a trajectory: it is skipped, never a
+failure, and one line on stderr counts such files (pchronicle ls --detect says
+why each was not recognized). --errors strict (default): the first unreadable
+file stops the import and nothing is published. --errors report: each bad file is listed on
 stderr with its reason, contributes no rows, and the rest is imported.`,
 			Example: `  pchronicle import ./trajectories --to ./store
   pchronicle import a.jsonl b/ --to ./store --mode append --errors report`,
@@ -91,6 +94,9 @@ type importInput struct {
 type importResult struct {
 	src storyline.SourceInfo
 	err error
+	// warnings are about the input as a whole: it is not a trajectory
+	// (skipped, src unset), or it was being written (its last line left out).
+	warnings []string
 }
 
 func runImport(ctx context.Context, e *env, o *importOptions, args []string) error {
@@ -160,10 +166,13 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		where = dest.uri
 	}
 	imported := 0
+	var warnings []string
 	for _, r := range results {
-		if r.err != nil {
+		warnings = append(warnings, r.warnings...)
+		switch {
+		case r.err != nil:
 			failures = append(failures, r.err)
-		} else {
+		case r.src.File != "":
 			imported++
 		}
 	}
@@ -174,6 +183,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if n := len(m.RenamedSessions); n > 0 {
 		fmt.Fprintf(e.stdout, "%d Storyline(s) share a session_id with another input's and are stored as <session_id>@<input> (original_session_id keeps the input's id)\n", n)
 	}
+	reportWarnings(e.stderr, warnings)
 	for _, err := range failures {
 		fmt.Fprintln(e.stderr, "error:", err)
 	}
@@ -264,7 +274,7 @@ func buildGeneration(ctx context.Context, e *env, o *importOptions, w *storyline
 	}
 	imported := map[string]bool{}
 	for _, r := range results {
-		if r.err == nil {
+		if r.err == nil && r.src.File != "" { // not one skipped as no trajectory
 			imported[r.src.File] = true
 			w.AddSource(r.src)
 		}
@@ -288,11 +298,21 @@ func importOne(ctx context.Context, w *storyline.Writer, in importInput, opts in
 		}
 		return w.Add(sl)
 	})
+	if errors.Is(err, format.ErrUnrecognized) { // not a trajectory: skipped, never a failure
+		w.Discard(in.file)
+		return importResult{warnings: []string{catalog.NotTrajectoryWarning(in.file, err)}}
+	}
 	if err != nil {
 		w.Discard(in.file)
 		return importResult{err: err}
 	}
-	return importResult{src: storyline.SourceInfo{File: in.file, Format: det.Format, Layout: det.Layout, Bytes: in.size, Storylines: n}}
+	var warnings []string
+	for _, wn := range det.Warnings {
+		wn.File = in.file
+		warnings = append(warnings, wn.String())
+	}
+	return importResult{src: storyline.SourceInfo{File: in.file, Format: det.Format, Layout: det.Layout, Bytes: in.size, Storylines: n},
+		warnings: warnings}
 }
 
 // carryOver copies the previous generation's rows and sources for every

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
+	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -29,12 +31,20 @@ type relCounts map[string]int64
 
 // directCounts normalizes the files under root in-process.
 func directCounts(t *testing.T, root string) relCounts {
+	c, _ := directCountsOf(t, root)
+	return c
+}
+
+// directCountsOf is directCounts and the number of files that are
+// trajectories (the others are skipped, as import skips them).
+func directCountsOf(t *testing.T, root string) (relCounts, int) {
 	t.Helper()
 	files, err := catalog.PeripheralFiles(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := relCounts{}
+	trajectories := 0
 	for _, f := range files {
 		_, err := ingest.NormalizeFile(context.Background(), f.Path, f.File, ingest.Options{}, func(sl *model.Storyline) error {
 			c[model.RelRuns]++
@@ -42,11 +52,15 @@ func directCounts(t *testing.T, root string) relCounts {
 			c[model.RelToolCalls] += int64(len(sl.ToolCalls))
 			return nil
 		})
+		if errors.Is(err, format.ErrUnrecognized) {
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", f.File, err)
 		}
+		trajectories++
 	}
-	return c
+	return c, trajectories
 }
 
 // storeCounts pins the store and counts rows with DuckDB SQL.
@@ -78,7 +92,7 @@ func storeCounts(t *testing.T, dir string) (relCounts, *storyline.Generation) {
 
 func TestImportSamplesEndToEnd(t *testing.T) {
 	samples := testutil.SamplesDir(t)
-	want := directCounts(t, samples)
+	want, trajectories := directCountsOf(t, samples)
 	dest := filepath.Join(t.TempDir(), "store")
 	out, stderr, code := pc(t, "import", samples, "--to", dest)
 	if code != 0 {
@@ -91,9 +105,11 @@ func TestImportSamplesEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "gen-000000") || g.Number != 0 {
 		t.Fatalf("first import should publish generation 0: %q", out)
 	}
-	files, _ := catalog.PeripheralFiles(context.Background(), samples)
-	if len(g.Manifest.Sources) != len(files) {
-		t.Fatalf("%d sources recorded, %d files", len(g.Manifest.Sources), len(files))
+	if len(g.Manifest.Sources) != trajectories { // the files that are not trajectories are skipped
+		t.Fatalf("%d sources recorded, %d trajectory files", len(g.Manifest.Sources), trajectories)
+	}
+	if strings.Count(stderr, "pchronicle: warning:") != 1 || !strings.Contains(stderr, "files are not trajectories, e.g. ") {
+		t.Fatalf("want one summary line of the files that are not trajectories:\n%s", stderr)
 	}
 
 	// Idempotent: a second import of the same inputs gives identical files.
@@ -213,20 +229,21 @@ func TestImportErrors(t *testing.T) {
 	// strict: fails, nothing published, no store left behind.
 	dest := filepath.Join(t.TempDir(), "store")
 	_, stderr, code := pc(t, "import", in, "--to", dest)
-	// Inputs are normalized in parallel: either bad file may fail first.
-	if code == 0 || !(strings.Contains(stderr, "b-truncated.json") || strings.Contains(stderr, "c-unknown.json")) {
+	// c-unknown.json is not a trajectory: skipped, never a failure.
+	if code == 0 || !strings.Contains(stderr, "b-truncated.json") {
 		t.Fatalf("strict: exit %d, stderr %q", code, stderr)
 	}
 	if _, err := os.Stat(dest); !os.IsNotExist(err) {
 		t.Fatalf("strict failure left %s behind (%v)", dest, err)
 	}
 
-	// report: both bad files listed, the good one imported.
+	// report: the bad file listed, the one that is not a trajectory
+	// counted, the good one imported.
 	out, stderr, code := pc(t, "import", in, "--to", dest, "--errors", "report")
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"b-truncated.json", "c-unknown.json: unrecognized format", "2 input(s) could not be imported"} {
+	for _, want := range []string{"b-truncated.json", "1 file is not a trajectory: c-unknown.json", "1 input(s) could not be imported"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("report stderr lacks %q:\n%s", want, stderr)
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -51,9 +52,11 @@ With --format json or jsonl, each Storyline is one JSON object per line whose
 keys are the runs column names (see docs/query-model.md) plus "warnings";
 --steps adds its normalized "steps" and "tool_calls".
 
-By default (--errors strict) the first unreadable or unrecognized file stops
-the command with a non-zero exit. With --errors report, bad files are listed on
-stderr after the output and the rest is still inspected. A PATH that cannot be
+A file no format recognizes is not a trajectory: it is skipped, and one line
+on stderr counts such files and names a few (pchronicle ls --detect says why
+each was not recognized). By default (--errors strict) the first unreadable
+file stops the command with a non-zero exit. With --errors report, bad files
+are listed on stderr after the output and the rest is still inspected. A PATH that cannot be
 listed completely (missing, an unreadable directory, a path too long) fails
 under both policies.`,
 			Example: `  pchronicle inspect trajectory.json
@@ -101,12 +104,14 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 		failures = append(failures, err)
 		return nil
 	}
-	err := inspectArgs(ctx, e, o, args, opts, table, fail)
+	var skipped []string // files that are not trajectories
+	err := inspectArgs(ctx, e, o, args, opts, table, fail, func(w string) { skipped = append(skipped, w) })
 	if table != nil { // the files listed before a fatal error stay listed
 		if cerr := table.Close(); err == nil {
 			err = cerr
 		}
 	}
+	reportWarnings(e.stderr, skipped)
 	// Bad files found before a fatal error are still listed.
 	for _, f := range failures {
 		fmt.Fprintln(e.stderr, "error:", f)
@@ -118,9 +123,11 @@ func runInspect(cmd *cobra.Command, e *env, o *inspectOptions, args []string) er
 }
 
 // inspectArgs inspects every file of every argument, passing each bad file
-// to fail. A listing that fails stops the command under both error
-// policies: report mode is for bad files of a complete listing.
-func inspectArgs(ctx context.Context, e *env, o *inspectOptions, args []string, opts ingest.Options, table *rowWriter, fail func(error) error) error {
+// to fail and the warning of each file that is not a trajectory to skip
+// (never a failure). A listing that fails stops the command under both
+// error policies: report mode is for bad files of a complete listing.
+func inspectArgs(ctx context.Context, e *env, o *inspectOptions, args []string, opts ingest.Options, table *rowWriter,
+	fail func(error) error, skip func(warning string)) error {
 	structured := table == nil
 	for _, arg := range args {
 		files, err := catalog.PeripheralFiles(ctx, arg)
@@ -150,6 +157,10 @@ func inspectArgs(ctx context.Context, e *env, o *inspectOptions, args []string, 
 				}
 				return nil
 			})
+			if errors.Is(err, format.ErrUnrecognized) {
+				skip(catalog.NotTrajectoryWarning(display, err))
+				continue
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

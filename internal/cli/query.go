@@ -85,7 +85,7 @@ prints how many sources each relation considered, skipped and resolved.`,
 			if explain {
 				writePruning(e.stderr, rows.Pruning)
 			}
-			for _, w := range rows.Warnings {
+			for _, w := range rows.Warnings { // summarized by the engine already
 				fmt.Fprintln(e.stderr, "pchronicle: warning:", w)
 			}
 			return writeRows(e.stdout, outFormat, maxRows, rows)

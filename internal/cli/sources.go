@@ -138,7 +138,11 @@ followed by one total row per Dataset (its _file_ is "*").`,
 				}
 			}
 		}
-		return rw.Close()
+		if err := rw.Close(); err != nil {
+			return err
+		}
+		reportWarnings(e.stderr, snap.Warnings())
+		return nil
 	}
 	return cmd
 }

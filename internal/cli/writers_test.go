@@ -118,11 +118,11 @@ func TestConcurrentEventsAppendsLoseNothing(t *testing.T) {
 // whole), and directories the import created are removed.
 func TestFailedImportLeavesDestinationAsFound(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
-	writeInput(t, bad, `{"hello": "world"}`)
+	writeInput(t, bad, `{"schema_version": "ATIF-v1.6", "agent": {"name": "a"}, "steps": [`+"\n") // claimed, cut short
 	docs := filepath.Join(t.TempDir(), "Documents")
 	writeInput(t, filepath.Join(docs, "notes.txt"), "keep me")
 	if _, _, code := pc(t, "import", bad, "--to", docs); code == 0 {
-		t.Fatal("import of an unrecognized file succeeded")
+		t.Fatal("import of a damaged file succeeded")
 	}
 	entries, err := os.ReadDir(docs)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "notes.txt" {
@@ -130,7 +130,7 @@ func TestFailedImportLeavesDestinationAsFound(t *testing.T) {
 	}
 	parent := t.TempDir()
 	if _, _, code := pc(t, "import", bad, "--to", filepath.Join(parent, "a", "b", "store")); code == 0 {
-		t.Fatal("import of an unrecognized file succeeded")
+		t.Fatal("import of a damaged file succeeded")
 	}
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Fatalf("a failed import left %v", entries)

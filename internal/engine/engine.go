@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -496,37 +495,19 @@ func sortedRelKeys[V any](m map[relKey]V) []relKey {
 	return keys
 }
 
-// maxWarnings bounds the warnings one query reports; beyond, a count.
-const maxWarnings = 20
-
-// warnings are what resolving the plan's sources skipped, each once, at
-// most maxWarnings and then how many more.
+// warnings are what resolving the plan's sources skipped or left out,
+// summarized by reason (catalog.SummarizeWarnings): counts and a few
+// examples, never a line per file.
 func (p *plan) warnings() []string {
-	seen := map[string]bool{}
-	var out []string
-	more := 0
+	var all []string
 	for _, k := range p.keys() {
 		for _, res := range p.rels[k].resolved {
-			if res == nil {
-				continue
-			}
-			for _, w := range res.Warnings {
-				if seen[w] {
-					continue
-				}
-				seen[w] = true
-				if len(out) < maxWarnings {
-					out = append(out, w)
-				} else {
-					more++
-				}
+			if res != nil {
+				all = append(all, res.Warnings...)
 			}
 		}
 	}
-	if more > 0 {
-		out = append(out, fmt.Sprintf("… and %d more warnings like these", more))
-	}
-	return out
+	return catalog.SummarizeWarnings(all)
 }
 
 func (p *plan) report() []RelationReport {

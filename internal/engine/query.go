@@ -93,8 +93,9 @@ type Rows struct {
 	Columns []string
 	Types   []string
 	Pruning []RelationReport
-	// Warnings say what the query's sources skipped (files that are not
-	// trajectories), bounded.
+	// Warnings say what the query's sources skipped or left out (files
+	// that are not trajectories, still being written, skipped unreadable),
+	// summarized by reason.
 	Warnings []string
 
 	e         *Engine

@@ -67,12 +67,14 @@ var sqlFixtures = map[string]func(t *testing.T) string{
 	// chats: three OpenAI chat JSONL files whose Storylines have the same
 	// positional session ids in every file, so a join that ignores _file_
 	// pairs rows of different sources.
-	// broken-files: 150 chat files cut off in their second line, and one
-	// good chat. Each broken one fails the query; the error must stay short.
+	// broken-files: 150 chat files whose second line is cut off and then
+	// ended (damaged, not still being written: see docs/formats.md, "Files
+	// being written"), and one good chat. Each broken one fails the query;
+	// the error must stay short.
 	"broken-files": func(t *testing.T) string {
 		files := map[string]string{"ok.jsonl": chatLine("ok", 1)}
 		for i := range 150 {
-			files[fmt.Sprintf("e%03d.jsonl", i)] = chatLine("x", 1) + `{"messages":[{"role":"user","content":"cut`
+			files[fmt.Sprintf("e%03d.jsonl", i)] = chatLine("x", 1) + `{"messages":[{"role":"user","content":"cut` + "\n"
 		}
 		root := t.TempDir()
 		testutil.WriteFiles(t, root, files)

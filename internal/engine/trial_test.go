@@ -77,8 +77,8 @@ func TestHarborJobTreeShowsEachTrialsReward(t *testing.T) {
 	if strings.Join(files, " ") != "job/config.json job/result.json job/trial-1/agent/trajectory.json job/trial-2/agent/trajectory.json job/trial-3/agent/trajectory.json" {
 		t.Fatalf("sources: %v (a trial's config, result and verifier files are not sources)", files)
 	}
-	if len(warnings) != 2 || !strings.Contains(warnings[0], "job/config.json") || !strings.Contains(warnings[1], "job/result.json") {
-		t.Fatalf("warnings %q: want the two job-level files, named", warnings)
+	if len(warnings) != 1 || warnings[0] != "2 files are not trajectories, e.g. job/config.json, job/result.json; pchronicle ls --detect lists them" {
+		t.Fatalf("warnings %q: want the two job-level files, named in one summary line", warnings)
 	}
 	ref := snap.Datasets[0].SourceRows()[2].SnapshotRef
 	if ref == nil || !strings.Contains(*ref, ";result.json=size=") {

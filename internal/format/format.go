@@ -49,6 +49,10 @@ type Source struct {
 	// JSON object (Probe.Valid), so a document adapter need not validate
 	// them again.
 	Valid bool
+	// Live: the file is still being written — its torn last line was left
+	// out of the reader (docs/formats.md, "Files being written") — so a
+	// run it ends is unfinished.
+	Live bool
 	// Parts: the receiver accepts a run in parts (model.Storyline.More),
 	// so an adapter whose runs end only with their file (a Claude Code
 	// session) emits each run's finished rows as it goes instead of holding

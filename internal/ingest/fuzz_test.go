@@ -80,3 +80,51 @@ func FuzzDetectAndNormalize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDetectionPrecision mutates the public samples — trajectories and the
+// files of negatives/ that are not — and checks that detection claims only
+// what its adapter can read as a trajectory: when an adapter claims the
+// input and normalizes it without an error, the Storylines must not be made
+// up (madeUp: at least one Storyline, each with a step holding a message,
+// reasoning, observation or tool call read from the file). A claim the
+// adapter then rejects with a located error is fine (FuzzDetectAndNormalize
+// checks those); rows with nothing of the file in them are not.
+func FuzzDetectionPrecision(f *testing.F) {
+	root := testutil.SamplesDir(f)
+	for _, rel := range testutil.SampleFiles(f) {
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) > 32<<10 {
+			continue // keep the corpus quick to mutate: most samples are smaller
+		}
+		f.Add(data, filepath.Base(rel))
+	}
+	opencode, err := filepath.Glob(filepath.Join("testdata", "opencode-storage", "*", "*", "*.json"))
+	if err != nil || len(opencode) == 0 {
+		f.Fatalf("opencode tree: %v", err)
+	}
+	for _, path := range opencode {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, filepath.Base(path))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, name string) {
+		det, err := Detect(format.NewProbe(name, data, false))
+		if err != nil {
+			return
+		}
+		var sls []*model.Storyline
+		err = det.Adapter.Normalize(context.Background(), bytes.NewReader(data), format.Source{Path: name, File: name}, det.Layout,
+			func(sl *model.Storyline) error { sls = append(sls, sl); return nil })
+		if err != nil {
+			return
+		}
+		if why := madeUp(sls); why != "" {
+			t.Fatalf("%s/%s claimed %q: %s", det.Adapter.Name(), det.Layout, name, why)
+		}
+	})
+}

@@ -86,6 +86,10 @@ type Detection struct {
 	Adapter format.Adapter
 	Format  string
 	Layout  string
+	// Warnings are about the file as a whole, for callers that report
+	// per source rather than per Storyline: a torn last line left out of
+	// a file being written (live.go). The first Storyline carries them too.
+	Warnings []model.Warning
 }
 
 // Detect picks the adapter for a probe, or explains why none applies.
@@ -222,9 +226,18 @@ func normalizeOpen(ctx context.Context, f *os.File, size int64, src format.Sourc
 	case err != io.EOF && err != io.ErrUnexpectedEOF:
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	p := format.NewProbe(src.Path, data[:n], false)
+	var p *format.Probe
+	var live []model.Warning
+	if cut, line, ok := tornTail(data[:n]); ok {
+		if cp := format.NewProbe(src.Path, data[:cut], false); cp.Shape == format.ShapeLines {
+			p, live = cp, []model.Warning{liveWarning(src, line)}
+		}
+	}
+	if p == nil {
+		p = format.NewProbe(src.Path, data[:n], false)
+	}
 	src.Valid = p.Valid // the adapter reads p.Prefix itself
-	return normalizeProbed(ctx, p, format.NewInMemory(p.Prefix), int64(len(p.Prefix)), src, opts, emit)
+	return normalizeProbed(ctx, p, format.NewInMemory(p.Prefix), int64(len(p.Prefix)), src, opts, live, emit)
 }
 
 // Normalize detects the format of a seekable reader and normalizes it.
@@ -260,22 +273,53 @@ func normalize(ctx context.Context, r io.ReadSeeker, size int64, src format.Sour
 	if p.BOM {
 		start = int64(len(format.BOM))
 	}
+	var live []model.Warning
+	var body io.Reader = r
+	switch {
+	case !p.Truncated: // the prefix is the whole file (a small one that grew since it was opened: a live one)
+		if cut, line, ok := tornTail(p.Prefix); ok {
+			if cp := format.NewProbe(src.Path, p.Prefix[:cut], false); cp.Shape == format.ShapeLines {
+				p, live = cp, []model.Warning{liveWarning(src, line)}
+				body, size = io.LimitReader(r, int64(cut)), start+int64(cut)
+			}
+		}
+	case p.Shape == format.ShapeLines:
+		end := size
+		if end < 0 {
+			if end, err = r.Seek(0, io.SeekEnd); err != nil {
+				return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+			}
+		}
+		cut, line, ok, err := tornTailAt(r, end)
+		if err != nil {
+			return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
+		}
+		if ok {
+			live = []model.Warning{liveWarning(src, line)}
+			body, size = io.LimitReader(r, cut-start), cut
+		}
+	}
 	if _, err := r.Seek(start, io.SeekStart); err != nil {
 		return Detection{}, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	return normalizeProbed(ctx, p, r, size, src, opts, emit)
+	return normalizeProbed(ctx, p, body, size, src, opts, live, emit)
 }
 
 // normalizeProbed detects the format from p, the prefix of r, and
-// normalizes r (read from its start; size bytes, -1 when not known).
-func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int64, src format.Source, opts Options, emit format.Emit) (Detection, error) {
+// normalizes r (read from its start; size bytes, -1 when not known). live
+// holds the warning of a torn last line left out of r.
+func normalizeProbed(ctx context.Context, p *format.Probe, r io.Reader, size int64, src format.Source, opts Options, live []model.Warning, emit format.Emit) (Detection, error) {
 	det, err := Detect(p)
 	if err != nil {
 		return det, err
 	}
-	src.Parts = opts.Parts
+	det.Warnings = live
+	src.Parts, src.Live = opts.Parts, len(live) > 0
 	hugeheap.Expect(max(size, int64(len(p.Prefix)))) // a stream of unknown size counts its prefix
 	emit = uniqueSessions(src, withOutcome(ctx, opts.Outcome, emit))
+	if len(live) > 0 {
+		emit = withWarning(live[0], emit)
+	}
 	if rec := splittable(det, p, size); rec != nil {
 		return det, normalizeLines(ctx, r, src, rec, emit)
 	}

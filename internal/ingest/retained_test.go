@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -68,7 +70,7 @@ func TestEmittedRowsOutliveTheirFile(t *testing.T) {
 					}
 					return nil
 				})
-				if err != nil {
+				if err != nil && !errors.Is(err, format.ErrUnrecognized) { // not a trajectory: no rows to keep
 					t.Errorf("%s: %v", rel, err)
 				}
 			}

@@ -37,6 +37,11 @@ type datasetInfo struct {
 	ByFormat map[string]int `json:"by_format"`
 	ByKind   map[string]int `json:"by_kind"`
 	Errors   []sourceError  `json:"errors"`
+	// Skipped lists the files queries found to be no trajectory (or
+	// unreadable, under --skip-unreadable), with why; detection is lazy, so
+	// only those read so far. SkippedTotal counts them all.
+	Skipped      []catalog.SkippedFile `json:"skipped"`
+	SkippedTotal int                   `json:"skipped_total"`
 }
 
 type sourceError struct {
@@ -44,7 +49,8 @@ type sourceError struct {
 	Error string `json:"error"`
 }
 
-// maxListedErrors bounds the source errors a catalog response lists.
+// maxListedErrors bounds the source errors (and the skipped files) a
+// catalog response lists.
 const maxListedErrors = 50
 
 func summarize(d *catalog.Dataset) datasetInfo {
@@ -62,6 +68,9 @@ func summarize(d *catalog.Dataset) datasetInfo {
 			info.Errors = append(info.Errors, sourceError{File: row.File, Error: *row.Error})
 		}
 	}
+	skipped := d.Skipped()
+	info.SkippedTotal = len(skipped)
+	info.Skipped = orEmpty(skipped[:min(len(skipped), maxListedErrors)])
 	return info
 }
 

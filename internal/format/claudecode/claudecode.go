@@ -78,7 +78,10 @@ func (adapter) Detect(p *format.Probe) (string, bool) {
 		has := func(k string) bool { _, ok := obj[k]; return ok }
 		switch format.String(obj["type"]) {
 		case typeUser, typeAsst:
-			if has("sessionId") && has("uuid") && has("message") {
+			// The message is Anthropic's, with content: Qwen Code writes
+			// the same envelope around Gemini messages (parts), which
+			// this adapter would read as empty turns.
+			if has("sessionId") && has("uuid") && format.SplitObject(obj["message"])["content"] != nil {
 				return Layout, true
 			}
 			return "", false

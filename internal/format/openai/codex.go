@@ -29,6 +29,10 @@ type rollout struct {
 	// is skipped without being split again.
 	lastInfo             []byte
 	started, done, abort int64 // line of the last task_started / task_complete / turn_aborted
+	// last and torn are the number of the last line and of the last line
+	// that could not be read: a torn last line is a rollout still being
+	// written.
+	last, torn           int64
 	firstTS, lastTS      *time.Time
 	events               map[string]int
 	sawMeta, sawTurnCtx  bool
@@ -49,6 +53,34 @@ type rollout struct {
 	// read and size are the bytes read so far and the file's (0: unknown),
 	// to extrapolate how many steps and calls are still to come.
 	read, size int64
+}
+
+// status says how the rollout ended (docs/formats.md, Codex CLI rollout):
+// truncated only on evidence of an unfinished turn. Current CLIs mark turns
+// with task_started / task_complete / turn_aborted events; older ones wrote
+// none, and their turn is finished when the file ends on the assistant's
+// message (no call awaiting its output, no reasoning without its answer).
+// live: the reader left out the file's torn last line (format.Source.Live).
+func (ro *rollout) status(live bool) string {
+	switch {
+	case live, ro.torn > 0 && ro.torn == ro.last:
+		return model.StatusTruncated // the last line was being written
+	case ro.done > ro.started && ro.done > ro.abort:
+		return model.StatusCompleted
+	case ro.abort > ro.started:
+		return model.StatusCancelled
+	case ro.started > 0:
+		return model.StatusTruncated // a turn started and never ended
+	}
+	steps := ro.b.sl.Steps
+	if len(steps) == 0 {
+		return model.StatusUnknown
+	}
+	if last := steps[len(steps)-1]; last.Source == model.SourceAgent &&
+		(last.MessageKind == format.KindText || last.MessageKind == format.KindMultimodal) {
+		return model.StatusCompleted
+	}
+	return model.StatusTruncated
 }
 
 // payloadPointer is at.sub("payload") of a line, built once rather than
@@ -130,7 +162,9 @@ func normalizeCodex(ctx context.Context, r io.Reader, src format.Source, emit fo
 		if env.split {
 			ro.members = env.members
 		}
+		ro.last = n
 		if err != nil {
+			ro.torn = n
 			ro.b.warnAt(loc{line: n}, "unreadable line skipped: "+err.Error())
 			return nil
 		}
@@ -384,14 +418,7 @@ func (ro *rollout) finish(src format.Source) *model.Storyline {
 	run.EndedAt = ro.lastTS
 	total := format.ParseUsage(ro.lastTotal)
 	run.ReportedPromptTokens, run.ReportedCompletionTokens, run.ReportedCachedTokens = total.Prompt, total.Completion, total.Cached
-	switch {
-	case ro.done > ro.started && ro.done > ro.abort:
-		run.Status = model.StatusCompleted
-	case ro.abort > ro.started:
-		run.Status = model.StatusCancelled
-	default:
-		run.Status = model.StatusTruncated
-	}
+	run.Status = ro.status(src.Live)
 	// One merge, not one per member: each merge validated, split and
 	// compacted the extra so far again (the session's instructions).
 	add := make(map[string]jsonx.RawMessage, 3)

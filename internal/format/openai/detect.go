@@ -20,20 +20,27 @@ var itemTypes = map[string]bool{
 }
 
 // Detect recognizes the layouts of docs/formats.md (OpenAI layouts) from the probe alone, in
-// the order that keeps the more specific shapes first.
+// the order that keeps the more specific shapes first. It claims a file
+// only on structure that makes it a conversation: a lone message or
+// Responses item (one record per file, as OpenCode's storage tree writes
+// them), an object that merely has role or content, and a single API
+// request with its response are not trajectories (docs/formats.md,
+// "What is not a trajectory").
 func (adapter) Detect(p *format.Probe) (string, bool) {
 	switch p.Shape {
 	case format.ShapeLines:
-		return detectLine(p.First)
+		return detectLine(p.First, p.Second)
 	case format.ShapeArray:
-		return detectElement(p.First)
+		return detectElement(p.First, p.Second)
 	case format.ShapeObject:
 		return detectDocument(p.First)
 	}
 	return "", false
 }
 
-func detectLine(o *format.Obj) (string, bool) {
+// detectLine looks at a JSONL file's first line; second is the next line,
+// which a file of bare messages or items must have too.
+func detectLine(o, second *format.Obj) (string, bool) {
 	switch {
 	case o == nil:
 		return "", false
@@ -41,27 +48,29 @@ func detectLine(o *format.Obj) (string, bool) {
 		return layoutCodex, true
 	case isRequestLog(o):
 		return layoutRequestLog, true
-	case o.Has("messages"):
+	case hasMessageList(o, "messages"):
 		return layoutChatJSONL, true
 	case o.Has("conversations"):
 		return conversationsLayout(o), true
-	case o.Has("role") && (o.Has("content") || o.Has("tool_calls")) && !o.Has("type"):
+	case isMessage(o) && isMessage(second):
 		return layoutMessages, true
-	case isItem(o):
+	case isItem(o) && isItem(second):
 		return layoutResponses, true
 	}
 	return "", false
 }
 
-func detectElement(o *format.Obj) (string, bool) {
+// detectElement looks at an array's first element; second is the next
+// element, which a bare array of Responses items must have too.
+func detectElement(o, second *format.Obj) (string, bool) {
 	switch {
 	case o == nil:
 		return "", false
-	case o.Has("messages"):
+	case hasMessageList(o, "messages"):
 		return layoutChatArray, true
 	case o.Has("conversations"):
 		return conversationsLayout(o), true
-	case isItem(o):
+	case isItem(o) && isItem(second):
 		return layoutResponses, true
 	}
 	return "", false
@@ -75,12 +84,32 @@ func detectDocument(o *format.Obj) (string, bool) {
 		return layoutCodex, true
 	case o.Has("payload") && rolloutTypes[o.Str("type")]:
 		return layoutCodex, true // a rollout of a single line
-	case o.Has("messages") && !sweagent.IsMiniSWEAgent(o): // mini-swe-agent has its own adapter
+	case hasMessageList(o, "messages") && !sweagent.IsMiniSWEAgent(o) && !isExchange(o): // mini-swe-agent has its own adapter
 		return layoutWrapped, true
-	case isItem(o), o.Str("object") == "response" && o.Has("output"):
+	case o.Str("object") == "response" && o.Has("output"):
 		return layoutResponses, true
 	}
 	return "", false
+}
+
+// hasMessageList: k holds an array whose first element is a role message
+// (an empty list proves nothing).
+func hasMessageList(o *format.Obj, k string) bool {
+	return o.FirstElem(k).Has("role")
+}
+
+// isExchange recognizes one chat completion request saved with its
+// response ({messages, response: {choices}}, a gateway's or a test's
+// fixture): a single model call, not an agent's conversation. Logs of many
+// such calls are the request-log layout.
+func isExchange(o *format.Obj) bool {
+	return o.Has("choices") || o.Sub("response").Has("choices")
+}
+
+// isMessage recognizes a bare chat message: a role with content or tool
+// calls, and no item type.
+func isMessage(o *format.Obj) bool {
+	return o.Has("role") && (o.Has("content") || o.Has("tool_calls")) && !o.Has("type")
 }
 
 // isRequestLog recognizes Batch API input/output and proxy log lines.
@@ -110,7 +139,11 @@ func conversationsLayout(o *format.Obj) string {
 
 // isItem recognizes a Responses item: a typed item, or an untyped "easy"
 // message {role, content}, which is also what a bare chat message list
-// holds.
+// holds (Gemini's messages carry parts instead of content). A role without
+// content (a message header whose parts live in other files) is not one.
 func isItem(o *format.Obj) bool {
-	return itemTypes[o.Str("type")] || (o.Has("role") && !o.Has("type"))
+	if t := o.Str("type"); t != "" || o.Has("type") {
+		return itemTypes[t]
+	}
+	return o.Has("role") && (o.Has("content") || o.Has("parts") || o.Has("tool_calls"))
 }

@@ -10,7 +10,6 @@ var goldenSamples = []string{
 	"openai-cookbook_toy_chat_fine_tuning.jsonl",
 	"harbor-golden_terminus2_context-summarization.traces.json",
 	"codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl",
-	"codex-fixture_rollout_copy_paste_local_image.response_item.json",
 	"harbor-golden_openhands_hello-world.hermes-tool_call.traces.json",
 	"fast-agent_ripgrep-tuning.history.json",
 	"fast-agent_25_11_29_00_46-conversation.history.json",
@@ -25,7 +24,6 @@ func TestGoldenLayouts(t *testing.T) {
 		"openai-cookbook_toy_chat_fine_tuning.jsonl":                                           layoutChatJSONL,
 		"harbor-golden_terminus2_context-summarization.traces.json":                            layoutHarbor,
 		"codex-rollout_rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl": layoutCodex,
-		"codex-fixture_rollout_copy_paste_local_image.response_item.json":                      layoutResponses,
 	} {
 		if layout, ok := detect(name, sample(t, name)); !ok || layout != want {
 			t.Errorf("%s: detected %q (%v), want %q", name, layout, ok, want)

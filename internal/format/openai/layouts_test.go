@@ -103,6 +103,18 @@ func TestDetect(t *testing.T) {
 		{"atif.json", `{"schema_version":"ATIF-v1.5","session_id":"s","agent":{},"steps":[]}`, ""},
 		{"actf.jsonl", `{"atof_version":"0.1","kind":"scope"}` + "\n" + `{"kind":"mark"}`, ""},
 		{"atif.jsonl", `{"__header__":true,"schema_version":"ATIF-v1.5"}` + "\n" + `{"step_id":1}`, ""},
+		// Not trajectories: one record per file, a message header without
+		// content, a single request with its response (docs/formats.md, "What
+		// is not a trajectory").
+		{"msg_1.json", `{"id":"msg_1","sessionID":"ses_1","role":"assistant","time":{"created":1},"modelID":"m"}`, ""},
+		{"item.json", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`, ""},
+		{"message.json", `{"role":"user","content":"hi"}`, ""},
+		{"prt_1.json", `{"id":"prt_1","messageID":"msg_1","type":"reasoning","text":"think"}`, ""},
+		{"one.jsonl", `{"role":"user","content":"hi"}` + "\n", ""},
+		{"one-item.json", `[{"type":"message","role":"user","content":"hi"}]`, ""},
+		{"headers.jsonl", `{"role":"user","message":{"content":[]}}` + "\n" + `{"role":"assistant","message":{"content":[]}}` + "\n", ""},
+		{"completion.json", `{"model":"m","messages":[{"role":"user","content":"q"}],"response":{"choices":[{"message":{"role":"assistant","content":"a"}}]}}`, ""},
+		{"nomessages.json", `{"messages":[]}`, ""},
 		{"empty.json", "", ""},
 		{"text.txt", "hello", ""},
 		{"array.json", `[1,2]`, ""},
@@ -418,6 +430,40 @@ func TestCodexVariants(t *testing.T) {
 		}
 		wantWarnings(t, sl, "rollout.jsonl:12: unreadable line", "1 tool call(s) have no result")
 	})
+}
+
+// TestCodexStatus: a rollout is truncated only on evidence of an unfinished
+// turn. Older CLIs wrote no task events; a rollout of theirs that ends on
+// the assistant's message is complete.
+func TestCodexStatus(t *testing.T) {
+	const (
+		meta      = `{"timestamp":"2025-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s","cli_version":"0.1.2504"}}` + "\n"
+		user      = `{"timestamp":"2025-05-01T10:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}` + "\n"
+		call      = `{"timestamp":"2025-05-01T10:00:02Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}}` + "\n"
+		output    = `{"timestamp":"2025-05-01T10:00:03Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"ok"}}` + "\n"
+		reasoning = `{"timestamp":"2025-05-01T10:00:04Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"done"}]}}` + "\n"
+		answer    = `{"timestamp":"2025-05-01T10:00:05Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fixed."}]}}` + "\n"
+		started   = `{"timestamp":"2025-05-01T10:00:01Z","type":"event_msg","payload":{"type":"task_started"}}` + "\n"
+		complete  = `{"timestamp":"2025-05-01T10:00:06Z","type":"event_msg","payload":{"type":"task_complete"}}` + "\n"
+		aborted   = `{"timestamp":"2025-05-01T10:00:06Z","type":"event_msg","payload":{"type":"turn_aborted"}}` + "\n"
+		torn      = `{"timestamp":"2025-05-01T10:00:07Z","type":"respo`
+	)
+	for _, tt := range []struct{ name, rollout, status string }{
+		{"old CLI ends on the answer", meta + user + call + output + reasoning + answer, model.StatusCompleted},
+		{"old CLI ends on a call", meta + user + call, model.StatusTruncated},
+		{"old CLI ends on an output", meta + user + call + output, model.StatusTruncated},
+		{"old CLI ends on reasoning", meta + user + call + output + reasoning, model.StatusTruncated},
+		{"old CLI, nothing but metadata", meta, model.StatusUnknown},
+		{"old CLI, last line being written", meta + user + answer + torn, model.StatusTruncated},
+		{"task complete", meta + started + user + answer + complete, model.StatusCompleted},
+		{"task started, never complete", meta + started + user + answer, model.StatusTruncated},
+		{"turn aborted", meta + started + user + call + aborted, model.StatusCancelled},
+	} {
+		_, sls := mustNormalize(t, "rollout.jsonl", []byte(tt.rollout))
+		if got := sls[0].Run.Status; got != tt.status {
+			t.Errorf("%s: status %s, want %s", tt.name, got, tt.status)
+		}
+	}
 }
 
 func TestParseErrors(t *testing.T) {

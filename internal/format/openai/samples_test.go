@@ -175,10 +175,18 @@ func TestCodexRollout(t *testing.T) {
 	}
 }
 
+// TestCodexFixtureImage: Codex's fixture is one Responses message in a file
+// of its own, which is not a trajectory (one message, as OpenCode writes
+// them); the same item inside a list of items is read with its image part.
 func TestCodexFixtureImage(t *testing.T) {
 	name := "codex-fixture_rollout_copy_paste_local_image.response_item.json"
-	layout, sls := mustNormalize(t, name, sample(t, name))
-	if layout != layoutResponses || len(sls) != 1 || len(sls[0].Steps) != 1 {
+	item := sample(t, name)
+	if layout, ok := detect(name, item); ok {
+		t.Fatalf("a single message was claimed as %q", layout)
+	}
+	list := append(append([]byte("["), item...), `,{"role":"assistant","content":"ok"}]`...)
+	layout, sls := mustNormalize(t, "items.json", list)
+	if layout != layoutResponses || len(sls) != 1 || len(sls[0].Steps) != 2 {
 		t.Fatalf("layout %q, %d storylines", layout, len(sls))
 	}
 	st := sls[0].Steps[0]

@@ -126,8 +126,8 @@ func (b *builder) answerNext(result *string, status, stepID string) bool {
 	return true
 }
 
-// outcome applies the agent's exit status and submission: status, reward
-// and scores (docs/formats.md, SWE-agent "Outcome"). extraScores are other
+// outcome applies the agent's exit status and submission: status and
+// scores (docs/formats.md, SWE-agent "Outcome"). extraScores are other
 // outcome fields the producer recorded (a reviewer's verdict).
 func (b *builder) outcome(exitStatus, submission jsonx.RawMessage, extraScores map[string]jsonx.RawMessage) {
 	r := &b.sl.Run
@@ -143,21 +143,10 @@ func (b *builder) outcome(exitStatus, submission jsonx.RawMessage, extraScores m
 	if !format.IsNull(submission) {
 		scores["submission"] = submission
 	}
+	// No reward: neither agent grades its submission (that is the
+	// benchmark's evaluation, run later), and a submission is a status,
+	// not a score (docs/query-model.md, reward).
 	r.Scores = format.Extra(scores)
-	if exit != "" {
-		reward := 0.0
-		if submitted(exit) {
-			reward = 1
-		}
-		r.Reward = model.Float(reward)
-	}
-}
-
-// submitted reports whether the exit status says the agent submitted:
-// SWE-agent "submitted" or "submitted (<exit reason>)" (an automatic
-// submission after a limit), mini-swe-agent "Submitted".
-func submitted(exit string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(exit)), "submitted")
 }
 
 // exitRunStatus maps an exit status to runs.status: a plain submission

@@ -69,7 +69,7 @@ func sample(t testing.TB, name string) []byte { return testutil.Sample(t, "sweag
 func TestFigures(t *testing.T) {
 	tests := []struct {
 		file, session, status, model, version       string
-		reward                                      float64 // -1: NULL
+		reward                                      float64 // -1: NULL (always: neither agent grades its submission)
 		steps, copied, calls, errorCalls, formatErr int64
 		sources                                     string // system,user,agent,tool counts
 		prompt, completion, cached                  int64
@@ -77,33 +77,33 @@ func TestFigures(t *testing.T) {
 		warnings                                    int
 	}{
 		{file: "mini-swe-agent-v1.13.4_harbor-rfc_hello-world.traj.json", session: "mini-swe-agent-v1.13.4_harbor-rfc_hello-world",
-			status: model.StatusCompleted, model: "anthropic/claude-3-5-sonnet-20241022", version: "1.13.4", reward: 1,
+			status: model.StatusCompleted, model: "anthropic/claude-3-5-sonnet-20241022", version: "1.13.4", reward: -1,
 			steps: 8, calls: 3, sources: "1,1,3,3", prompt: 2512, completion: 199, cached: 0, reportedCost: 0.010520999999999999},
 		{file: "mini-swe-agent-v1.15_gemini-3-pro_django__django-10097_format-errors.traj.json", session: "django__django-10097",
-			status: model.StatusCompleted, model: "google/gemini-3-pro-preview", version: "1.15.0", reward: 1,
+			status: model.StatusCompleted, model: "google/gemini-3-pro-preview", version: "1.15.0", reward: -1,
 			steps: 54, calls: 22, errorCalls: 1, formatErr: 4, sources: "5,1,26,22", prompt: 201441, completion: 7816, cached: 150917,
 			reportedCost: 0.22502339999999998, warnings: 4},
 		{file: "swe-agent_6e44b9__sweagenttestrepo-1c2844.traj", session: "SWE-agent__test-repo-i1",
-			status: model.StatusCompleted, model: "gpt-4o", reward: 1,
+			status: model.StatusCompleted, model: "gpt-4o", reward: -1,
 			steps: 11, calls: 5, sources: "1,1,5,4", prompt: -1, completion: -1, cached: -1, reportedCost: 0.019520000000000006},
 		{file: "swe-agent_enigma-demo_ctf_pwn_warmup.traj", session: "swe-agent_enigma-demo_ctf_pwn_warmup",
-			status: model.StatusCompleted, reward: 1,
+			status: model.StatusCompleted, reward: -1,
 			steps: 15, calls: 7, sources: "1,1,7,6", prompt: -1, completion: -1, cached: -1},
 		{file: "swe-agent_function_calling_simple.history-only.traj", session: "swe-agent_function_calling_simple.history-only",
 			status: model.StatusUnknown, reward: -1,
 			steps: 12, calls: 5, sources: "1,1,5,5", prompt: -1, completion: -1, cached: -1, reportedCost: -1},
 		{file: "mini-swe-agent-2.1_toolcall.traj.json", session: "demo__greeting-1",
-			status: model.StatusCompleted, model: "openai/gpt-5-mini", version: "2.1.0", reward: 1,
+			status: model.StatusCompleted, model: "openai/gpt-5-mini", version: "2.1.0", reward: -1,
 			steps: 10, calls: 4, errorCalls: 1, formatErr: 1, sources: "3,1,3,3", prompt: 4280, completion: 165, cached: 2816,
 			reportedCost: 0.0046, warnings: 1},
 		{file: "mini-swe-agent-2.0_textbased_limits.traj.json", session: "mini-swe-agent-2.0_textbased_limits",
-			status: model.StatusTruncated, model: "anthropic/claude-sonnet-4-5", version: "2.0.0", reward: 0,
+			status: model.StatusTruncated, model: "anthropic/claude-sonnet-4-5", version: "2.0.0", reward: -1,
 			steps: 7, calls: 2, errorCalls: 1, sources: "2,1,2,2", prompt: 1060, completion: 50, cached: -1, reportedCost: 0.004},
 		{file: "swe-agent-1.1_retry-attempts.traj", session: "demo__greeting-2/attempt-0",
-			status: model.StatusTruncated, model: "claude-sonnet-4-20250514", version: "1.1.0", reward: 1,
+			status: model.StatusTruncated, model: "claude-sonnet-4-20250514", version: "1.1.0", reward: -1,
 			steps: 8, calls: 2, formatErr: 1, sources: "1,1,4,2", prompt: -1, completion: -1, cached: -1, reportedCost: 1.02, warnings: 1},
 		{file: "swe-agent-1.1_retry-attempts.traj", session: "demo__greeting-2/attempt-1",
-			status: model.StatusCompleted, model: "claude-sonnet-4-20250514", version: "1.1.0", reward: 1,
+			status: model.StatusCompleted, model: "claude-sonnet-4-20250514", version: "1.1.0", reward: -1,
 			steps: 6, copied: 3, calls: 2, sources: "1,2,3,3", prompt: -1, completion: -1, cached: -1, reportedCost: 0.4},
 	}
 	for _, tt := range tests {
@@ -270,29 +270,27 @@ func TestDetails(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
-	tests := []struct {
-		exit, status string
-		reward       float64
-	}{
-		{"submitted", model.StatusCompleted, 1},
-		{"Submitted", model.StatusCompleted, 1},
-		{"submitted (exit_cost)", model.StatusTruncated, 1},
-		{"submitted (exit_context)", model.StatusTruncated, 1},
-		{"submitted (exit_error)", model.StatusError, 1},
-		{"exit_cost", model.StatusTruncated, 0},
-		{"exit_total_execution_time", model.StatusTruncated, 0},
-		{"LimitsExceeded", model.StatusTruncated, 0},
-		{"TimeExceeded", model.StatusTruncated, 0},
-		{"exit_format", model.StatusError, 0},
-		{"RepeatedFormatError", model.StatusError, 0},
-		{"exit_forfeit", model.StatusError, 0},
-		{"KeyboardInterrupt", model.StatusCancelled, 0},
+	tests := []struct{ exit, status string }{
+		{"submitted", model.StatusCompleted},
+		{"Submitted", model.StatusCompleted},
+		{"submitted (exit_cost)", model.StatusTruncated},
+		{"submitted (exit_context)", model.StatusTruncated},
+		{"submitted (exit_error)", model.StatusError},
+		{"exit_cost", model.StatusTruncated},
+		{"exit_total_execution_time", model.StatusTruncated},
+		{"LimitsExceeded", model.StatusTruncated},
+		{"TimeExceeded", model.StatusTruncated},
+		{"exit_format", model.StatusError},
+		{"RepeatedFormatError", model.StatusError},
+		{"exit_forfeit", model.StatusError},
+		{"KeyboardInterrupt", model.StatusCancelled},
 	}
 	for _, tt := range tests {
 		b := newBuilder(format.Source{}, LayoutTraj)
 		b.outcome(mustJSON(tt.exit), nil, nil)
-		if r := b.sl.Run; r.Status != tt.status || r.Reward == nil || *r.Reward != tt.reward {
-			t.Errorf("%s: status %s reward %v", tt.exit, r.Status, r.Reward)
+		// A submission is a status, never a reward: neither agent grades it.
+		if r := b.sl.Run; r.Status != tt.status || r.Reward != nil || !strings.Contains(model.Deref(r.Scores), `"exit_status"`) {
+			t.Errorf("%s: status %s reward %v scores %s", tt.exit, r.Status, r.Reward, model.Deref(r.Scores))
 		}
 	}
 	b := newBuilder(format.Source{}, LayoutTraj)
@@ -403,7 +401,7 @@ func TestEdgeCases(t *testing.T) {
 					sl.ToolCalls[0].FunctionName != "ls" || model.Deref(sl.ToolCalls[0].Result) != "x" || sl.Steps[0].Extra != nil {
 					t.Errorf("steps %+v calls %+v", sl.Steps, sl.ToolCalls)
 				}
-				if sl.Run.Status != model.StatusTruncated || *sl.Run.Reward != 0 || w != "" {
+				if sl.Run.Status != model.StatusTruncated || sl.Run.Reward != nil || w != "" {
 					t.Errorf("run %+v warnings %s", sl.Run, w)
 				}
 			}},

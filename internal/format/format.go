@@ -32,6 +32,7 @@ const (
 	GeminiCLI  = "gemini-cli"
 	Aider      = "aider"
 	Inspect    = "inspect"
+	TauBench   = "tau-bench" // τ-bench and τ²-bench results
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -33,6 +33,7 @@ const (
 	Aider      = "aider"
 	Inspect    = "inspect"
 	TauBench   = "tau-bench" // τ-bench and τ²-bench results
+	Langfuse   = "langfuse"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

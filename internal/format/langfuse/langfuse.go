@@ -9,17 +9,14 @@
 package langfuse
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/spans"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -93,16 +90,27 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	if !ok && !format.IsNull(list) {
 		return format.Errorf(src, 0, listPtr, "langfuse: observations is not an array")
 	}
-	t := newTree(src, trace, ptr)
+	tr := spans.Trace{ID: format.String(trace["id"]), Name: format.String(trace["name"]), Scores: scores(trace["scores"]),
+		SourceFormat: format.Langfuse + "/" + layout,
+		Extra: format.Extra(withoutEmpty(trace), "id", "name", "timestamp", "scores", "observations", "projectId",
+			"createdAt", "updatedAt", "bookmarked", "public", "corrections", "htmlPath")}
+	if ts, ok := format.Time(trace["timestamp"]); ok {
+		tr.Start = model.Time(ts)
+	}
+	if tr.ID == "" {
+		tr.ID = format.FileID(src, "trace")
+		tr.Warnings = append(tr.Warnings, model.Warning{Pointer: ptr + "/id", Message: "the trace has no id; named after the file"})
+	}
+	var all []*spans.Span
 	for i, e := range elems {
 		o := format.SplitObject(e)
 		if o == nil {
-			t.warn(listPtr+format.Pointer(i), "observation is not an object; skipped")
+			tr.Warnings = append(tr.Warnings, model.Warning{Pointer: listPtr + format.Pointer(i), Message: "observation is not an object; skipped"})
 			continue
 		}
-		t.add(o, listPtr+format.Pointer(i))
+		all = append(all, span(o))
 	}
-	for _, sl := range t.storylines() {
+	for _, sl := range spans.Storylines(src, tr, all) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -113,174 +121,76 @@ func (adapter) Normalize(ctx context.Context, r io.Reader, src format.Source, la
 	return nil
 }
 
-// observation is one observation and what the tree knows of it.
-type observation struct {
-	obj        map[string]jsonx.RawMessage
-	ptr        string
-	id, parent string
-	typ, name  string
-	start      time.Time
-	attrs      map[string]jsonx.RawMessage // metadata.attributes (OpenTelemetry span attributes)
-	order      int
+// span reads one observation: its type says what it did, except that an
+// observation whose span attributes name an agent (gen_ai.agent.name, as
+// Pydantic AI's agent runs carry, or the invoke_agent operation) is an
+// agent run whatever Langfuse typed it.
+func span(obj map[string]jsonx.RawMessage) *spans.Span {
+	meta := format.SplitObject(spans.Decoded(obj["metadata"]))
+	attrs := format.SplitObject(spans.Decoded(meta["attributes"]))
+	s := &spans.Span{ID: format.String(obj["id"]), Parent: format.String(obj["parentObservationId"]), Type: format.String(obj["type"]),
+		Name: format.String(obj["name"]), Input: obj["input"], Output: obj["output"], Model: format.String(obj["model"]),
+		ToolName: format.String(attrs["gen_ai.tool.name"]), ToolCallID: format.String(attrs["gen_ai.tool.call.id"]),
+		AgentName: format.String(attrs["gen_ai.agent.name"]), Error: format.String(obj["level"]) == "ERROR", Extra: observationExtra(obj)}
+	s.Start, _ = format.Time(obj["startTime"])
+	s.End, _ = format.Time(obj["endTime"])
+	if s.ToolName == "" {
+		s.ToolName = format.String(attrs["tool.name"])
+	}
+	switch s.Type {
+	case "GENERATION":
+		s.Kind = spans.LLM
+		s.Usage = usage(obj)
+		s.Calls = recordedCalls(obj)
+	case "TOOL":
+		s.Kind = spans.Tool
+	case "AGENT":
+		s.Kind = spans.Agent
+	case "EVENT":
+		s.Kind = spans.Event
+	}
+	if s.AgentName != "" || format.String(attrs["gen_ai.operation.name"]) == "invoke_agent" {
+		s.Kind = spans.Agent
+	}
+	return s
 }
 
-// tree groups a trace's observations into Storylines.
-type tree struct {
-	src      format.Source
-	trace    map[string]jsonx.RawMessage
-	ptr      string
-	obs      []*observation
-	byID     map[string]*observation
-	roots    map[*observation]bool // rooted, once known
-	warnings []model.Warning
-}
-
-func newTree(src format.Source, trace map[string]jsonx.RawMessage, ptr string) *tree {
-	return &tree{src: src, trace: trace, ptr: ptr, byID: map[string]*observation{}, roots: map[*observation]bool{}}
-}
-
-func (t *tree) warn(ptr, m string) {
-	t.warnings = append(t.warnings, model.Warning{Pointer: ptr, Message: m})
-}
-
-func (t *tree) add(obj map[string]jsonx.RawMessage, ptr string) {
-	o := &observation{obj: obj, ptr: ptr, id: format.String(obj["id"]), parent: format.String(obj["parentObservationId"]),
-		typ: format.String(obj["type"]), name: format.String(obj["name"]), order: len(t.obs)}
-	o.start, _ = format.Time(obj["startTime"])
-	meta := format.SplitObject(decoded(obj["metadata"]))
-	o.attrs = format.SplitObject(decoded(meta["attributes"]))
-	if o.id == "" {
-		o.id = "observation-" + strconv.Itoa(o.order)
-	}
-	if _, dup := t.byID[o.id]; dup {
-		t.warn(ptr+"/id", "observation id "+strconv.Quote(o.id)+" repeats; the first is kept as the parent of others")
-	} else {
-		t.byID[o.id] = o
-	}
-	t.obs = append(t.obs, o)
-}
-
-// isAgent says whether an observation is an agent run of its own: Langfuse
-// types it AGENT (OpenInference span kind AGENT, OpenTelemetry
-// invoke_agent), or its span attributes name the agent
-// (gen_ai.agent.name, as Pydantic AI's agent runs carry).
-func (o *observation) isAgent() bool {
-	return o.typ == "AGENT" || format.String(o.attrs["gen_ai.agent.name"]) != "" ||
-		format.String(o.attrs["gen_ai.operation.name"]) == "invoke_agent"
-}
-
-// owner is the observation whose Storyline o belongs to: its nearest
-// ancestor that is a nested agent, or nil for the trace's own Storyline.
-// An observation whose parent is unknown belongs to the trace, and so does
-// one whose parents loop.
-func (t *tree) owner(o *observation) *observation {
-	if !t.rooted(o) {
-		return nil
-	}
-	for p := t.byID[o.parent]; p != nil; p = t.byID[p.parent] {
-		if t.nested(p) {
-			return p
-		}
-	}
-	return nil
-}
-
-// nested says whether o is an agent run inside the trace's tree: an agent
-// with a known parent, whose parents reach a root.
-func (t *tree) nested(o *observation) bool {
-	return o.isAgent() && t.byID[o.parent] != nil && t.rooted(o)
-}
-
-// rooted says whether o's parents end at an observation without a known
-// parent, rather than loop.
-func (t *tree) rooted(o *observation) bool {
-	if r, ok := t.roots[o]; ok {
-		return r
-	}
-	seen := map[*observation]bool{}
-	p := o
-	for p != nil && !seen[p] {
-		seen[p] = true
-		p = t.byID[p.parent]
-	}
-	for q := range seen {
-		t.roots[q] = p == nil
-	}
-	return p == nil
-}
-
-// storylines builds the trace's Storyline and one per nested agent, the
-// trace's first.
-func (t *tree) storylines() []*model.Storyline {
-	slices.SortStableFunc(t.obs, func(a, b *observation) int {
-		if c := a.start.Compare(b.start); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.order, b.order)
-	})
-	traceID := format.String(t.trace["id"])
-	if traceID == "" {
-		traceID = format.FileID(t.src, "trace")
-		t.warn(t.ptr+"/id", "the trace has no id; named after the file")
-	}
-	main := t.newStoryline(traceID, nil)
-	main.b.sl.Warnings = append(main.b.sl.Warnings, t.warnings...)
-	runs := map[*observation]*run{nil: main}
-	order := []*run{main}
-	var get func(o *observation) *run
-	get = func(o *observation) *run {
-		if r := runs[o]; r != nil {
-			return r
-		}
-		parent := get(t.owner(o))
-		r := t.newStoryline(traceID, o)
-		r.b.sl.Run.ParentSessionID = model.Str(parent.b.sl.Run.SessionID)
-		parent.subagent(o, r.b.sl.Run.SessionID)
-		runs[o] = r
-		order = append(order, r)
-		return r
-	}
-	for _, o := range t.obs {
-		if t.nested(o) {
-			get(o) // a nested agent: its step in the parent comes at its start
+// recordedCalls reads the calls Langfuse extracted into toolCalls (JSON
+// texts {id, arguments, …}) with their names in toolCallNames.
+func recordedCalls(obj map[string]jsonx.RawMessage) []spans.Call {
+	list, _ := format.SplitArray(obj["toolCalls"])
+	names, _ := format.SplitArray(obj["toolCallNames"])
+	var out []spans.Call
+	for i, e := range list {
+		c := format.SplitObject(spans.Decoded(e))
+		if c == nil {
 			continue
 		}
-		get(t.owner(o)).observation(o)
-	}
-	out := make([]*model.Storyline, len(order))
-	for i, r := range order {
-		out[i] = r.finish(t.src)
+		var name string
+		if i < len(names) {
+			name = format.String(names[i])
+		}
+		out = append(out, spans.Call{ID: format.String(c["id"]), Name: name, Args: spans.ArgText(c["arguments"])})
 	}
 	return out
 }
 
-// newStoryline starts the trace's Storyline (agent nil) or a nested
-// agent's.
-func (t *tree) newStoryline(traceID string, agent *observation) *run {
-	sl := &model.Storyline{Run: model.Run{RunID: traceID, SessionID: traceID, SourceFormat: format.Langfuse + "/" + LayoutExport}}
-	if t.ptr == "" {
-		sl.Run.SourceFormat = format.Langfuse + "/" + LayoutTrace
+// usage maps Langfuse's usageDetails (input, output, and the details it
+// keeps under prefixed names) and the observation's total cost.
+func usage(obj map[string]jsonx.RawMessage) format.Usage {
+	u := format.SplitObject(obj["usageDetails"])
+	out := format.Usage{
+		Prompt:     format.IntOf(u["input"], u["promptTokens"]),
+		Completion: format.IntOf(u["output"], u["completionTokens"]),
+		Cached:     format.IntOf(u["prompt_details.cache_read"], u["input_cached_tokens"], u["cache_read_input_tokens"], u["input_cache_read"]),
+		Reasoning:  format.IntOf(u["completion_details.reasoning"], u["output_reasoning_tokens"], u["output_reasoning"]),
 	}
-	r := &run{b: newBuilder(sl), agent: agent}
-	if agent == nil {
-		sl.Run.AgentName = model.Str(format.String(t.trace["name"]))
-		if ts, ok := format.Time(t.trace["timestamp"]); ok {
-			sl.Run.StartedAt = model.Time(ts)
-		}
-		sl.Run.Scores = scores(t.trace["scores"])
-		sl.Run.Extra = format.Extra(withoutEmpty(t.trace), "id", "name", "timestamp", "scores", "observations", "projectId",
-			"createdAt", "updatedAt", "bookmarked", "public", "corrections", "htmlPath")
-		return r
+	if c, ok := format.Float(obj["totalCost"]); ok {
+		out.Cost = model.Float(c)
+	} else if c, ok := format.Float(format.SplitObject(obj["costDetails"])["total"]); ok {
+		out.Cost = model.Float(c)
 	}
-	sl.Run.SessionID = traceID + "/" + agent.id
-	name := format.String(agent.attrs["gen_ai.agent.name"])
-	if name == "" {
-		name = agent.name
-	}
-	sl.Run.AgentName = model.Str(name)
-	sl.Run.StartedAt = timeOrNil(agent.start)
-	sl.Run.Extra = observationExtra(agent.obj)
-	return r
+	return out
 }
 
 // scores are the trace's scores (evaluations: an LLM judge, a human, an
@@ -307,13 +217,6 @@ func scores(raw jsonx.RawMessage) *string {
 	return format.Extra(out)
 }
 
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return model.Time(t)
-}
-
 // withoutEmpty drops null, "" and empty list or object members.
 func withoutEmpty(obj map[string]jsonx.RawMessage) map[string]jsonx.RawMessage {
 	out := make(map[string]jsonx.RawMessage, len(obj))
@@ -335,10 +238,10 @@ var observationKnown = []string{"id", "traceId", "projectId", "parentObservation
 
 func observationExtra(obj map[string]jsonx.RawMessage) *string {
 	rest := withoutEmpty(obj)
-	if m := format.SplitObject(decoded(obj["metadata"])); m != nil {
+	if m := format.SplitObject(spans.Decoded(obj["metadata"])); m != nil {
 		delete(m, "resourceAttributes")
 		delete(m, "scope")
-		if attrs := format.SplitObject(decoded(m["attributes"])); attrs != nil {
+		if attrs := format.SplitObject(spans.Decoded(m["attributes"])); attrs != nil {
 			// Copies of input and output, and whole message histories.
 			for k := range attrs {
 				if k == "input.value" || k == "output.value" || strings.HasPrefix(k, "pydantic_ai.all_messages") || strings.HasPrefix(k, "logfire.") {

@@ -125,28 +125,6 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestDialects: the three message dialects Langfuse stores a generation's
-// output in (Chat Completions / Anthropic, OpenTelemetry GenAI parts,
-// Responses items), as JSON or as JSON text in a string, give the same
-// text and call.
-func TestDialects(t *testing.T) {
-	for _, out := range []string{
-		`{"role":"assistant","content":"ok","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{\"d\":1}"}}]}`,
-		`"{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"ls\",\"input\":{\"d\":1}}]}"`,
-		`[{"role":"assistant","parts":[{"type":"text","content":"ok"},{"type":"tool_call","id":"c1","name":"ls","arguments":{"d":1}}]}]`,
-		`{"object":"response","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]},{"type":"function_call","call_id":"c1","name":"ls","arguments":"{\"d\":1}"}]}`,
-	} {
-		var texts []string
-		var calls []call
-		for _, m := range messages([]byte(out), "assistant") {
-			texts, calls = append(texts, m.texts...), append(calls, m.calls...)
-		}
-		if strings.Join(texts, "|") != "ok" || len(calls) != 1 || calls[0] != (call{"c1", "ls", `{"d":1}`}) {
-			t.Errorf("%s: texts %q, calls %+v", out, texts, calls)
-		}
-	}
-}
-
 // TestBrokenExport: an export that is not JSON fails naming its line.
 func TestBrokenExport(t *testing.T) {
 	data := []byte("{\"trace\": {\"id\": \"t\", \"projectId\": \"p\", \"timestamp\": \"x\", \"scores\": []},\n \"observations\": [ oops ]}")

@@ -1,4 +1,4 @@
-package langfuse
+package spans
 
 import (
 	"strings"
@@ -12,17 +12,15 @@ import (
 type msg struct {
 	role    string
 	texts   []string
-	calls   []call
+	calls   []Call
 	results []result
 }
 
-type call struct{ id, name, args string }
-
 type result struct{ id, text string }
 
-// decoded is raw with one level of JSON-in-a-string undone: Langfuse keeps
+// Decoded is raw with one level of JSON-in-a-string undone: Langfuse keeps
 // what OpenTelemetry attributes carried, often JSON text in a string.
-func decoded(raw jsonx.RawMessage) jsonx.RawMessage {
+func Decoded(raw jsonx.RawMessage) jsonx.RawMessage {
 	raw = format.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return raw
@@ -43,7 +41,7 @@ func decoded(raw jsonx.RawMessage) jsonx.RawMessage {
 // function_call, function_call_output). A bare string is one message of
 // the given role.
 func messages(raw jsonx.RawMessage, role string) []msg {
-	raw = decoded(raw)
+	raw = Decoded(raw)
 	if format.IsNull(raw) || len(raw) == 0 {
 		return nil
 	}
@@ -84,7 +82,7 @@ func one(obj map[string]jsonx.RawMessage, role string) (msg, bool) {
 	switch format.String(obj["type"]) {
 	case "function_call":
 		m.role = "assistant"
-		m.calls = append(m.calls, call{format.String(obj["call_id"]), format.String(obj["name"]), argText(obj["arguments"])})
+		m.calls = append(m.calls, Call{format.String(obj["call_id"]), format.String(obj["name"]), ArgText(obj["arguments"])})
 		return m, true
 	case "function_call_output":
 		m.role = "tool"
@@ -99,7 +97,7 @@ func one(obj map[string]jsonx.RawMessage, role string) (msg, bool) {
 	for _, p := range parts {
 		m.part(format.SplitObject(p))
 	}
-	content := decoded(obj["content"])
+	content := Decoded(obj["content"])
 	if blocks, ok := format.SplitArray(content); ok {
 		for _, p := range blocks {
 			m.part(format.SplitObject(p))
@@ -111,7 +109,7 @@ func one(obj map[string]jsonx.RawMessage, role string) (msg, bool) {
 	for _, c := range calls {
 		co := format.SplitObject(c)
 		fn := format.SplitObject(co["function"])
-		m.calls = append(m.calls, call{format.String(co["id"]), format.String(fn["name"]), argText(fn["arguments"])})
+		m.calls = append(m.calls, Call{format.String(co["id"]), format.String(fn["name"]), ArgText(fn["arguments"])})
 	}
 	if m.role == "tool" && len(m.results) == 0 {
 		m.results = append(m.results, result{format.String(obj["tool_call_id"]), strings.Join(m.texts, "\n")})
@@ -132,9 +130,9 @@ func (m *msg) part(p map[string]jsonx.RawMessage) {
 			m.texts = append(m.texts, t)
 		}
 	case "tool_use": // Anthropic
-		m.calls = append(m.calls, call{format.String(p["id"]), format.String(p["name"]), argText(p["input"])})
+		m.calls = append(m.calls, Call{format.String(p["id"]), format.String(p["name"]), ArgText(p["input"])})
 	case "tool_call": // OpenTelemetry GenAI
-		m.calls = append(m.calls, call{format.String(p["id"]), format.String(p["name"]), argText(p["arguments"])})
+		m.calls = append(m.calls, Call{format.String(p["id"]), format.String(p["name"]), ArgText(p["arguments"])})
 	case "tool_result": // Anthropic
 		m.results = append(m.results, result{format.String(p["tool_use_id"]), text(p["content"])})
 	case "tool_call_response": // OpenTelemetry GenAI
@@ -145,7 +143,7 @@ func (m *msg) part(p map[string]jsonx.RawMessage) {
 // text is a content value as text: a string, text blocks joined, anything
 // else compact JSON.
 func text(raw jsonx.RawMessage) string {
-	raw = decoded(raw)
+	raw = Decoded(raw)
 	if format.IsNull(raw) || len(raw) == 0 {
 		return ""
 	}
@@ -171,9 +169,9 @@ func text(raw jsonx.RawMessage) string {
 	return string(format.CompactJSON(raw))
 }
 
-// argText is a call's arguments as text: a string as written, anything
+// ArgText is a call's arguments as text: a string as written, anything
 // else compact JSON.
-func argText(raw jsonx.RawMessage) string {
+func ArgText(raw jsonx.RawMessage) string {
 	if t, _ := format.ArgumentsText(raw); t != nil {
 		return *t
 	}

@@ -26,4 +26,3 @@ func TestDialects(t *testing.T) {
 		}
 	}
 }
-

@@ -34,6 +34,7 @@ const (
 	Inspect    = "inspect"
 	TauBench   = "tau-bench" // τ-bench and τ²-bench results
 	Langfuse   = "langfuse"
+	OTel       = "otel" // OpenTelemetry traces (OTLP JSON) with GenAI or OpenInference attributes
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -24,6 +24,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/langfuse"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
+	"github.com/pchronicle/pchronicle/internal/format/otel"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
 	"github.com/pchronicle/pchronicle/internal/format/tau"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
@@ -79,9 +80,10 @@ func (o Options) detectionBytes() int64 {
 // or Inspect samples) sits before OpenAI too: a JSON log's samples hold
 // role messages that OpenAI's shapes would otherwise try. So does τ-bench
 // (results arrays, τ² results and simulations), whose messages it would
-// otherwise take for a chat, and Langfuse trace exports (a trace with
-// projectId beside its observations).
-var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), openai.New()}
+// otherwise take for a chat, Langfuse trace exports (a trace with
+// projectId beside its observations) and OpenTelemetry OTLP JSON
+// (resourceSpans with GenAI or OpenInference attributes).
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -150,6 +152,7 @@ func explain(p *format.Probe) string {
 		"Inspect AI logs (a JSON object with eval + version/status/plan/samples, or an .eval zip), "+
 		"τ-bench results (an array of task_id + reward + info + traj; τ² timestamp + info + tasks, or a simulation), "+
 		"Langfuse trace exports (trace with id + projectId + timestamp, and observations), "+
+		"OpenTelemetry OTLP JSON (resourceSpans with gen_ai.* or openinference.span.kind attributes), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

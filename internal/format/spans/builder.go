@@ -38,7 +38,7 @@ func (r *run) span(s *Span) {
 	if s.End.After(r.ended) {
 		r.ended = s.End
 	}
-	if s.Error {
+	if s.Error && s.Kind != Tool { // a failed tool is its call's result; the agent may go on
 		r.errored = true
 	}
 	switch s.Kind {
@@ -64,9 +64,10 @@ func (r *run) generation(s *Span) {
 	b := r.b
 	if !r.prompted {
 		r.prompted = true
-		// An agent run given an earlier conversation (message history)
-		// repeats it: only the turns after its last model or tool message
-		// are this run's.
+		// A call given an earlier conversation (message history) repeats
+		// it: the turns up to its last model or tool message are copied
+		// context (kept as rows, not counted); the turns after it are
+		// this run's.
 		in := messages(s.Input, "user")
 		first := 0
 		for i, m := range in {
@@ -74,21 +75,23 @@ func (r *run) generation(s *Span) {
 				first = i + 1
 			}
 		}
-		for i, m := range in[first:] {
+		for i, m := range in {
 			var src string
 			switch m.role {
 			case "system", "developer":
 				src = model.SourceSystem
 			case "user", "human":
 				src = model.SourceUser
+			case "assistant", "model":
+				src = model.SourceAgent
 			default:
 				continue
 			}
-			if len(m.texts) == 0 {
+			if len(m.texts) == 0 || src == model.SourceAgent && i >= first {
 				continue
 			}
-			b.sl.Steps = append(b.sl.Steps, model.Step{StepID: s.ID + "/input/" + strconv.Itoa(first+i), Source: src, MessageKind: format.KindText,
-				MessageValue: model.StrAlways(strings.Join(m.texts, "\n")), Timestamp: timeOrNil(s.Start)})
+			b.sl.Steps = append(b.sl.Steps, model.Step{StepID: s.ID + "/input/" + strconv.Itoa(i), Source: src, MessageKind: format.KindText,
+				MessageValue: model.StrAlways(strings.Join(m.texts, "\n")), Timestamp: timeOrNil(s.Start), IsCopiedContext: i < first})
 		}
 	}
 	st := model.Step{StepID: s.ID, Source: model.SourceAgent, MessageKind: format.KindText, Timestamp: timeOrNil(s.Start), Extra: s.Extra}

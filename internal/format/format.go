@@ -35,6 +35,7 @@ const (
 	TauBench   = "tau-bench" // τ-bench and τ²-bench results
 	Langfuse   = "langfuse"
 	OTel       = "otel" // OpenTelemetry traces (OTLP JSON) with GenAI or OpenInference attributes
+	Pi         = "pi"   // the Pi coding agent's sessions
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -25,6 +25,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/format/otel"
+	"github.com/pchronicle/pchronicle/internal/format/pi"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
 	"github.com/pchronicle/pchronicle/internal/format/tau"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
@@ -82,8 +83,9 @@ func (o Options) detectionBytes() int64 {
 // (results arrays, τ² results and simulations), whose messages it would
 // otherwise take for a chat, Langfuse trace exports (a trace with
 // projectId beside its observations) and OpenTelemetry OTLP JSON
-// (resourceSpans with GenAI or OpenInference attributes).
-var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), openai.New()}
+// (resourceSpans with GenAI or OpenInference attributes), and Pi sessions
+// (a type "session" header with id and cwd).
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), pi.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -153,6 +155,7 @@ func explain(p *format.Probe) string {
 		"τ-bench results (an array of task_id + reward + info + traj; τ² timestamp + info + tasks, or a simulation), "+
 		"Langfuse trace exports (trace with id + projectId + timestamp, and observations), "+
 		"OpenTelemetry OTLP JSON (resourceSpans with gen_ai.* or openinference.span.kind attributes), "+
+		"Pi sessions (a type session header line with id, timestamp and cwd), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-// TestNewReadersEndToEnd runs the binary over the public samples of the
-// producers read since issue 34 — τ²-bench results, OpenHands V1
-// persisted conversations (each directory one source), Langfuse trace
-// exports — and checks the figures counted by hand in docs/formats.md.
+// TestNewReadersEndToEnd runs the binary over the public samples of
+// τ²-bench results, OpenHands V1 persisted conversations (each directory
+// one source) and Langfuse trace exports, and checks the figures counted
+// by hand in docs/formats.md.
 func TestNewReadersEndToEnd(t *testing.T) {
 	samples := testutil.SamplesDir(t)
 	for _, tt := range []struct{ dir, sql, want string }{

@@ -36,6 +36,7 @@ const (
 	Langfuse   = "langfuse"
 	OTel       = "otel" // OpenTelemetry traces (OTLP JSON) with GenAI or OpenInference attributes
 	Pi         = "pi"   // the Pi coding agent's sessions
+	QwenCode   = "qwen-code"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -26,6 +26,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/format/otel"
 	"github.com/pchronicle/pchronicle/internal/format/pi"
+	"github.com/pchronicle/pchronicle/internal/format/qwencode"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
 	"github.com/pchronicle/pchronicle/internal/format/tau"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
@@ -84,8 +85,11 @@ func (o Options) detectionBytes() int64 {
 // otherwise take for a chat, Langfuse trace exports (a trace with
 // projectId beside its observations) and OpenTelemetry OTLP JSON
 // (resourceSpans with GenAI or OpenInference attributes), and Pi sessions
-// (a type "session" header with id and cwd).
-var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), pi.New(), openai.New()}
+// (a type "session" header with id and cwd). Qwen Code records look like
+// Claude Code lines (uuid, sessionId, type) but carry Gemini parts, a
+// tool_result type or a systemPayload, which Claude Code never writes: it
+// comes before Claude Code.
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), qwencode.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), pi.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -156,6 +160,7 @@ func explain(p *format.Probe) string {
 		"Langfuse trace exports (trace with id + projectId + timestamp, and observations), "+
 		"OpenTelemetry OTLP JSON (resourceSpans with gen_ai.* or openinference.span.kind attributes), "+
 		"Pi sessions (a type session header line with id, timestamp and cwd), "+
+		"Qwen Code chat records (uuid + sessionId + type lines with Gemini message parts), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

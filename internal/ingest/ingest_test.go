@@ -22,7 +22,7 @@ func TestEverySampleIsDetectedAndNormalizes(t *testing.T) {
 	root := testutil.SamplesDir(t)
 	want := map[string]string{"atif": format.ATIF, "openai": format.OpenAI, "actf_candidates": format.ACTF,
 		"sweagent": format.SWEAgent, "openhands": format.OpenHands, "inspect": format.Inspect,
-		"tau-bench": format.TauBench, "tau2-bench": format.TauBench, "langfuse": format.Langfuse, "pi": format.Pi,
+		"tau-bench": format.TauBench, "tau2-bench": format.TauBench, "langfuse": format.Langfuse, "pi": format.Pi, "qwen-code": format.QwenCode,
 		// other/ holds several formats: one entry per file.
 		"other/gemini-cli_harbor-rfc_session.json":                       format.GeminiCLI,
 		"other/aider_afi-core.aider.chat.history.md":                     format.Aider,

@@ -69,6 +69,8 @@ func (s *Source) cacheKey(c *normcache.Session, part string) (key normcache.Key,
 	switch s.Revision.(type) {
 	case *FileRevision:
 		where = []string{"local", s.Path}
+	case *ConversationRevision:
+		where = []string{"local-conversation", s.Path}
 	case RemoteFileRevision:
 		cfg := s.dataset.Mount.Config // the same bucket name on another endpoint or account is other data
 		where = []string{"remote", s.Path, cfg.Endpoint, cfg.Account, cfg.AccessKey}
@@ -116,7 +118,7 @@ func lookupParts(c *normcache.Session, want normcache.Want, srcs []*Source, part
 // fingerprint, or an object version, generation or ETag.
 func strongPin(r Revision) bool {
 	switch rev := r.(type) {
-	case *FileRevision:
+	case *FileRevision, *ConversationRevision:
 		return true
 	case RemoteFileRevision:
 		switch rev.Object.RevisionKind() {
@@ -154,6 +156,14 @@ func (p *pinDirs) unchanged(s *Source) bool { return s.allLocalPins(p.check) }
 // allLocalPins reports whether ok holds for the source and its companion
 // that are pinned as local files.
 func (s *Source) allLocalPins(ok func(d *DiscoveredSource, rev *FileRevision) bool) bool {
+	if conv, is := s.Revision.(*ConversationRevision); is { // its members are its pins
+		for _, m := range append([]conversationFile{conv.State}, conv.Events...) {
+			if !ok(&DiscoveredSource{File: m.File, Path: m.Path}, m.Rev) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, d := range []*DiscoveredSource{&s.DiscoveredSource, s.Companion} {
 		if d == nil {
 			continue

@@ -646,6 +646,8 @@ func (s *Source) Detect(ctx context.Context) (ingest.Detection, error) {
 			return ingest.Detection{}, err
 		}
 		path = local
+	case *ConversationRevision:
+		return r.detect(s)
 	default:
 		return ingest.Detection{}, fmt.Errorf("source %s is a %s, not a file", s.File, s.Kind)
 	}

@@ -127,7 +127,7 @@ func TestGoal02_HierarchicalDiscovery(t *testing.T) {
 func TestGoal03_UnifiedTableModel(t *testing.T) {
 	e := New(build(t, catalog.DatasetMount{Alias: catalog.DefaultAlias, URI: testutil.SamplesDir(t)}), parser, testConfig(true))
 	got := rowsOf(t, e, "SELECT DISTINCT split_part(source_format, '/', 1) FROM runs ORDER BY 1")
-	if got != "actf;aider;atif;atif-jsonl;gemini-cli;inspect;openai;openhands;swe-agent" {
+	if got != "actf;aider;atif;atif-jsonl;gemini-cli;inspect;langfuse;openai;openhands;pi;qwen-code;swe-agent;tau-bench" {
 		t.Fatalf("every format shares the same runs relation: %s", got)
 	}
 }

@@ -32,6 +32,11 @@ const (
 	GeminiCLI  = "gemini-cli"
 	Aider      = "aider"
 	Inspect    = "inspect"
+	TauBench   = "tau-bench" // τ-bench and τ²-bench results
+	Langfuse   = "langfuse"
+	OTel       = "otel" // OpenTelemetry traces (OTLP JSON) with GenAI or OpenInference attributes
+	Pi         = "pi"   // the Pi coding agent's sessions
+	QwenCode   = "qwen-code"
 )
 
 // Source identifies the file being read, for _file_ and error locations.

@@ -21,9 +21,14 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format/claudecode"
 	"github.com/pchronicle/pchronicle/internal/format/geminicli"
 	"github.com/pchronicle/pchronicle/internal/format/inspect"
+	"github.com/pchronicle/pchronicle/internal/format/langfuse"
 	"github.com/pchronicle/pchronicle/internal/format/openai"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
+	"github.com/pchronicle/pchronicle/internal/format/otel"
+	"github.com/pchronicle/pchronicle/internal/format/pi"
+	"github.com/pchronicle/pchronicle/internal/format/qwencode"
 	"github.com/pchronicle/pchronicle/internal/format/sweagent"
+	"github.com/pchronicle/pchronicle/internal/format/tau"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -75,8 +80,16 @@ func (o Options) detectionBytes() int64 {
 // an object wrapping messages. They never look like OpenHands events
 // (those have no role). Inspect AI (zips, and JSON logs with an eval spec
 // or Inspect samples) sits before OpenAI too: a JSON log's samples hold
-// role messages that OpenAI's shapes would otherwise try.
-var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), openai.New()}
+// role messages that OpenAI's shapes would otherwise try. So does τ-bench
+// (results arrays, τ² results and simulations), whose messages it would
+// otherwise take for a chat, Langfuse trace exports (a trace with
+// projectId beside its observations) and OpenTelemetry OTLP JSON
+// (resourceSpans with GenAI or OpenInference attributes), and Pi sessions
+// (a type "session" header with id and cwd). Qwen Code records look like
+// Claude Code lines (uuid, sessionId, type) but carry Gemini parts, a
+// tool_result type or a systemPayload, which Claude Code never writes: it
+// comes before Claude Code.
+var adapters = []format.Adapter{aider.New(), atif.New(), canonical.New(), actf.New(), qwencode.New(), claudecode.New(), geminicli.New(), openhands.New(), sweagent.New(), inspect.New(), tau.New(), langfuse.New(), otel.New(), pi.New(), openai.New()}
 
 // Adapters returns the registered adapters in detection order.
 func Adapters() []format.Adapter { return append([]format.Adapter(nil), adapters...) }
@@ -147,6 +160,11 @@ func explain(p *format.Probe) string {
 		"SWE-agent .traj (trajectory of actions, history of role messages with agent/message_type) or mini-swe-agent (info.mini_version, trajectory_format), "+
 		"Gemini CLI sessions (sessionId + projectHash, then messages or message lines), "+
 		"Inspect AI logs (a JSON object with eval + version/status/plan/samples, or an .eval zip), "+
+		"τ-bench results (an array of task_id + reward + info + traj; τ² timestamp + info + tasks, or a simulation), "+
+		"Langfuse trace exports (trace with id + projectId + timestamp, and observations), "+
+		"OpenTelemetry OTLP JSON (resourceSpans with gen_ai.* or openinference.span.kind attributes), "+
+		"Pi sessions (a type session header line with id, timestamp and cwd), "+
+		"Qwen Code chat records (uuid + sessionId + type lines with Gemini message parts), "+
 		"or canonical events (v, event_id, kind, seq)",
 		what, strings.Join(keys, ", "), hint)
 }

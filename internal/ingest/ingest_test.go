@@ -171,6 +171,9 @@ func TestAdapterFixturesAreDetected(t *testing.T) {
 		{"sweagent/testdata/swe-agent-1.1_retry-attempts.traj", format.SWEAgent, "traj"},
 		{"geminicli/testdata/session-2026-03-01T10-00-a1b2c3d4.jsonl", format.GeminiCLI, "jsonl"},
 		{"aider/testdata/edge.aider.chat.history.md", format.Aider, "markdown"},
+		{"tau/testdata/tool-calling-gpt-4o-0.0_range_0-3_user-gpt-4o-llm_0101120000.json", format.TauBench, "results"},
+		{"otel/testdata/genai-travel-agent.otlp.json", format.OTel, "otlp-json"},
+		{"otel/testdata/openinference-agents.otlp.jsonl", format.OTel, "otlp-jsonl"},
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(tt.file))
 		n := 0

@@ -72,9 +72,9 @@ var sampleFormats = []struct{ file, format string }{
 	{"droid/droid-session.settings.json", ""},
 	{"kimi/agent-sessions_kimi_assistant_tools.jsonl", ""},
 	{"kimi/agent-sessions_kimi_assistant_tools.state.json", ""},
-	{"langfuse/langfuse_claude-agent-2025-12-22.trace.json", ""},
-	{"langfuse/langfuse_openai-agents-2025-09-30.trace.json", ""},
-	{"langfuse/langfuse_pydantic-ai-tools-2025-12-04.trace.json", ""},
+	{"langfuse/langfuse_claude-agent-2025-12-22.trace.json", "langfuse/export"},
+	{"langfuse/langfuse_openai-agents-2025-09-30.trace.json", "langfuse/export"},
+	{"langfuse/langfuse_pydantic-ai-tools-2025-12-04.trace.json", "langfuse/export"},
 	{"openhands-v1/conversations/v1_11_5_cli_default/base_state.json", ""},
 	{"openhands-v1/local_plugin_install_test/persistence/00000000000000000000000000000203/base_state.json", ""},
 	{"openhands-v1/local_plugin_install_test/persistence/00000000000000000000000000000203/events/event-00000-e873d551-3b3e-4a3d-9533-ee5fed334228.json", ""},
@@ -86,18 +86,26 @@ var sampleFormats = []struct{ file, format string }{
 	{"openhands-v1/workdir_layout/.openhands/events/event-00000-e911d29f-eac2-40e6-bde0-ef81be83a504.json", ""},
 	{"otel-genai/openinference-genai_openinference_client_span_tool_calls.attributes.json", ""},
 	{"otel-genai/openinference-genai_otel_genai_client_span_tool_calls.attributes.json", ""},
-	{"pi/pi-mono_2025-12-17_session_two-records-on-one-line.jsonl", ""},
-	{"pi/pi-mono_large-session.jsonl", ""},
-	{"qwen-code/agent-sessions_qwen_019f0000-0000-7000-8000-000000000001.jsonl", ""},
-	{"tau-bench/tool-calling-deepseek-v3-0.0_range_0-1_user-gpt-4o-human_0612073827.json", ""},
-	{"tau2-bench/oscaralvaro_2026-04-04T13-13-08.148739_hotel_calle_llm_agent_gemma-3-27b-it_user_simulator_gemma-3-12b-it.json", ""},
-	{"tau2-bench/oscaralvaro_resultados_restaurante_joaquin_cachay_full_throttled.json", ""},
-	{"tau2-bench/oscaralvaro_salud_mendoza_rag_demo_1.json", ""},
-	{"tau2-bench/voice_experiment/results.json", ""},
-	{"tau2-bench/voice_experiment/simulations/49b22f0c-4a56-41c5-922f-bc2a56e53a23.json", ""},
-	{"tau2-bench/voice_experiment/simulations/7c6a3e3e-ac3f-406f-aea9-8cacb0a2e680.json", ""},
-	{"tau2-bench/voice_experiment/simulations/cd9c5ed2-9751-4c86-8dac-8a895a332e41.json", ""},
+	{"pi/pi-mono_2025-12-17_session_two-records-on-one-line.jsonl", "pi/jsonl"},
+	{"pi/pi-mono_large-session.jsonl", "pi/jsonl"},
+	{"qwen-code/agent-sessions_qwen_019f0000-0000-7000-8000-000000000001.jsonl", "qwen-code/jsonl"},
+	{"tau-bench/tool-calling-deepseek-v3-0.0_range_0-1_user-gpt-4o-human_0612073827.json", "tau-bench/results"},
+	{"tau2-bench/oscaralvaro_2026-04-04T13-13-08.148739_hotel_calle_llm_agent_gemma-3-27b-it_user_simulator_gemma-3-12b-it.json", "tau-bench/tau2-results"},
+	{"tau2-bench/oscaralvaro_resultados_restaurante_joaquin_cachay_full_throttled.json", "tau-bench/tau2-results"},
+	{"tau2-bench/oscaralvaro_salud_mendoza_rag_demo_1.json", "tau-bench/tau2-results"},
+	{"tau2-bench/voice_experiment/results.json", "tau-bench/tau2-results"},
+	{"tau2-bench/voice_experiment/simulations/49b22f0c-4a56-41c5-922f-bc2a56e53a23.json", "tau-bench/tau2-simulation"},
+	{"tau2-bench/voice_experiment/simulations/7c6a3e3e-ac3f-406f-aea9-8cacb0a2e680.json", "tau-bench/tau2-simulation"},
+	{"tau2-bench/voice_experiment/simulations/cd9c5ed2-9751-4c86-8dac-8a895a332e41.json", "tau-bench/tau2-simulation"},
 	{"windsurf/git-ai_windsurf-session-simple.jsonl", ""},
+}
+
+// claimedEmpty are samples whose structure proves their format but that
+// hold no run: τ² results without simulations (an empty run, and the
+// folder layout's results.json, whose simulations are files of their own).
+var claimedEmpty = map[string]bool{
+	"tau2-bench/oscaralvaro_salud_mendoza_rag_demo_1.json": true,
+	"tau2-bench/voice_experiment/results.json":             true,
 }
 
 // TestEverySampleIsDetectedExactly detects every public sample and checks
@@ -138,6 +146,9 @@ func TestEverySampleIsDetectedExactly(t *testing.T) {
 			if got := det.Format + "/" + det.Layout; got != expect {
 				t.Fatalf("detected %s, want %s", got, expect)
 			}
+			if claimedEmpty[rel] != (len(sls) == 0) {
+				t.Fatalf("%d Storylines; a file claimed with none must be in claimedEmpty", len(sls))
+			}
 			if why := madeUp(sls); why != "" {
 				t.Fatal(why)
 			}
@@ -159,27 +170,27 @@ func TestEverySampleIsDetectedExactly(t *testing.T) {
 }
 
 // madeUp says why the Storylines a claimed file normalized into without an
-// error are made up, or "" when they are not. Made up means: no Storyline
-// at all, or a Storyline with no step carrying anything read from the file
-// — no message text, reasoning, observation or tool call. That is what a
+// error are made up, or "" when they are not. Made up means a Storyline
+// with nothing read from the file — no message text,
+// reasoning, observation, non-text content (a voice turn of τ²-bench) or
+// tool call in any step, and no graded outcome (reward or scores, as a
+// benchmark result whose run failed before its first turn has). That is what a
 // structure that is not a trajectory turns into when an adapter claims it
 // (an OpenCode message header read as a chat message: one empty step).
 // Parts of a run (model.Storyline.More) count together.
 func madeUp(sls []*model.Storyline) string {
-	if len(sls) == 0 {
-		return "claimed, but no Storyline"
-	}
 	evidence := map[string]bool{}
 	for _, sl := range sls {
 		id := sl.Run.SessionID
 		if _, ok := evidence[id]; !ok {
 			evidence[id] = false
 		}
-		if len(sl.ToolCalls) > 0 {
+		if len(sl.ToolCalls) > 0 || sl.Run.Reward != nil || model.Deref(sl.Run.Scores) != "" {
 			evidence[id] = true
 		}
 		for _, st := range sl.Steps {
-			if model.Deref(st.MessageValue) != "" || model.Deref(st.Reasoning) != "" || model.Deref(st.Observation) != "" {
+			nonText := st.MessageKind != "" && st.MessageKind != "text"
+			if model.Deref(st.MessageValue) != "" || model.Deref(st.Reasoning) != "" || model.Deref(st.Observation) != "" || nonText {
 				evidence[id] = true
 			}
 		}

@@ -13,8 +13,8 @@ import (
 func init() {
 	register(func(e *env) *cobra.Command {
 		var (
-			sqlFlag, outFormat string
-			explain            bool
+			sqlFlag, outFormat, outFile string
+			explain                     bool
 		)
 		cmd := &cobra.Command{
 			Use:   "query [DATASET] [SQL]",
@@ -34,6 +34,7 @@ Sources are pruned by _file_ predicates before anything is read; --explain
 prints how many sources each relation considered, skipped and resolved.`,
 			Example: `  pchronicle query ./runs "SELECT agent_name, count(*) FROM runs GROUP BY 1"
   pchronicle query ./runs --sql "SELECT * FROM steps WHERE _file_ = 'a/trajectory.json'" --format jsonl
+  pchronicle query ./runs "SELECT * FROM tool_calls" --format parquet -o tool_calls.parquet
   pchronicle query --mount live=./capture --mount archive=./archive \
       --sql "SELECT 'live', count(*) FROM live.runs UNION ALL SELECT 'archive', count(*) FROM archive.runs"`,
 			Args: cobra.MaximumNArgs(2),
@@ -41,10 +42,11 @@ prints how many sources each relation considered, skipped and resolved.`,
 		ds := addDatasetFlags(cmd)
 		f := cmd.Flags()
 		f.StringVar(&sqlFlag, "sql", "", "the SQL statement (instead of the SQL argument)")
-		f.StringVar(&outFormat, "format", fmtTable, "output format: table, csv, json or jsonl")
+		f.StringVar(&outFormat, "format", fmtTable, "output format: table, csv, json, jsonl, arrow (an Arrow IPC stream) or parquet")
+		f.StringVarP(&outFile, "output", "o", "", "write the result to this file, replaced once it is complete (arrow and parquet need it when stdout is a terminal)")
 		f.BoolVar(&explain, "explain", false, "print the source pruning report (to stderr) before the result")
 		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-			if err := validFormat(outFormat); err != nil {
+			if err := validQueryFormat(outFormat, outFile, e.stdout); err != nil {
 				return err
 			}
 			positional, sqlText, err := splitQueryArgs(args, sqlFlag, len(ds.mounts) > 0)
@@ -56,18 +58,16 @@ prints how many sources each relation considered, skipped and resolved.`,
 				return err
 			}
 			defer closeAll()
+			if isColumnar(outFormat) {
+				return queryColumnar(cmd.Context(), e, eng, sqlText, outFormat, outFile, explain)
+			}
 			rows, err := eng.Stream(cmd.Context(), sqlText, engine.QueryOptions{})
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
-			if explain {
-				writePruning(e.stderr, rows.Pruning)
-			}
-			for _, w := range rows.Warnings {
-				fmt.Fprintln(e.stderr, "pchronicle: warning:", w)
-			}
-			return writeRows(e.stdout, outFormat, rows)
+			writeNotes(e.stderr, explain, rows.Pruning, rows.Warnings)
+			return writeOutput(e.stdout, outFile, func(w io.Writer) error { return writeRows(w, outFormat, rows) })
 		}
 		return cmd
 	})

@@ -174,12 +174,11 @@ func (r *workerRows) Read(p []byte) (int, error) {
 func (w *workerServer) arrowQuery(n uint64, stmt workerStatement) error {
 	ctx, done := w.started(n)
 	defer done()
-	jsonCols, err := w.jsonColumns(ctx, stmt.SQL)
-	if err != nil {
-		return w.answer(err)
-	}
+	// A statement DESCRIBE cannot bind fails again below, with its error
+	// about the user's own text.
+	jsonCols, _ := w.jsonColumns(ctx, stmt.SQL)
 	var rr array.RecordReader
-	err = w.conn.Raw(func(dc any) error {
+	err := w.conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		if err != nil {
 			return err
@@ -261,7 +260,7 @@ func (w *workerServer) jsonColumns(ctx context.Context, query string) ([]bool, e
 // JSON extension type (in field metadata, which is how IPC carries it).
 func markJSON(schema *arrow.Schema, json []bool) *arrow.Schema {
 	if len(json) != schema.NumFields() {
-		return schema // DESCRIBE and the result disagree: mark nothing
+		return schema // no DESCRIBE, or it disagrees with the result: mark nothing
 	}
 	fields := schema.Fields()
 	marked := false

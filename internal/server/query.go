@@ -22,7 +22,8 @@ type queryRequest struct {
 	MaxRows int64 `json:"max_rows"`
 	// TimeoutMS bounds the query's run time (the server's cap is the most).
 	TimeoutMS int64 `json:"timeout_ms"`
-	// Format is json (default), csv or ndjson; csv and ndjson stream.
+	// Format is json (default), csv, ndjson, arrow (an Arrow IPC stream) or
+	// parquet; all but json stream (query_columnar.go for the last two).
 	Format string `json:"format"`
 	// Routing false turns the source-routing index off for this query.
 	Routing *bool `json:"routing"`
@@ -45,7 +46,12 @@ func decodeQuery(r *http.Request) (*queryRequest, error) {
 		return nil, badRequest("request body: max_rows and timeout_ms must not be negative")
 	}
 	if q.Format == "" {
+		q.Format = r.URL.Query().Get("format")
+	}
+	if q.Format == "" {
 		switch accept := r.Header.Get("Accept"); {
+		case acceptsColumnar(accept) != "":
+			q.Format = acceptsColumnar(accept)
 		case strings.Contains(accept, "text/csv"):
 			q.Format = "csv"
 		case strings.Contains(accept, "application/x-ndjson"):
@@ -55,9 +61,9 @@ func decodeQuery(r *http.Request) (*queryRequest, error) {
 		}
 	}
 	switch q.Format {
-	case "json", "csv", "ndjson":
+	case "json", "csv", "ndjson", fmtArrow, fmtParquet:
 	default:
-		return nil, badRequest("request body: format %q: want json, csv or ndjson", q.Format)
+		return nil, badRequest("request body: format %q: want json, csv, ndjson, arrow or parquet", q.Format)
 	}
 	return &q, nil
 }
@@ -106,6 +112,9 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, g Generation, 
 		if d.Outcome == route.Applied {
 			opts.Restrict = d.Restrict
 		}
+	}
+	if q.Format == fmtArrow || q.Format == fmtParquet {
+		return s.streamColumnar(w, r, g, q.SQL, opts, q.Format, routing, start)
 	}
 	rows, err := g.Stream(r.Context(), q.SQL, opts)
 	if err != nil {

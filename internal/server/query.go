@@ -114,7 +114,7 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, g Generation, 
 		}
 	}
 	if q.Format == fmtArrow || q.Format == fmtParquet {
-		return s.streamColumnar(w, r, g, q.SQL, opts, q.Format, routing, start)
+		return s.streamColumnar(w, r, g, q.SQL, opts, q.Format, http.Header{"X-Source-Routing": {routing.Outcome}}, start)
 	}
 	rows, err := g.Stream(r.Context(), q.SQL, opts)
 	if err != nil {

@@ -44,15 +44,18 @@ func acceptsColumnar(accept string) string {
 // which survives where trailers do not (a Directory worker's answer).
 // X-Max-Rows says the cap, so a client that sees that many rows knows the
 // answer may be cut.
-func (s *Server) streamColumnar(w http.ResponseWriter, r *http.Request, g Generation, sql string, opts engine.QueryOptions, format string, routing Routing, start time.Time) error {
+// header holds the route's own headers, set before the answer starts.
+func (s *Server) streamColumnar(w http.ResponseWriter, r *http.Request, g Generation, sql string, opts engine.QueryOptions, format string, header http.Header, start time.Time) error {
 	rows, err := g.StreamArrow(r.Context(), sql, opts)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	h := w.Header()
+	for k, v := range header {
+		h[k] = v
+	}
 	h.Set("Trailer", "X-Truncated, X-Row-Count, X-Elapsed-Ms, X-Error-Code, X-Error-Message")
-	h.Set("X-Source-Routing", routing.Outcome)
 	h.Set("X-Warnings", fmt.Sprint(len(rows.Warnings)))
 	h.Set("X-Snapshot-Id", g.ID())
 	h.Set("X-Max-Rows", strconv.FormatInt(opts.MaxRows, 10))

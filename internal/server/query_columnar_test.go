@@ -150,3 +150,49 @@ func TestColumnarAnswerRowCapAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// The run list answers a page as Arrow or Parquet (Accept, or output=):
+// the JSON page's runs in its order, with its cursor and total in headers,
+// and the cursor leads to the same next page.
+func TestRunListAnswersColumnar(t *testing.T) {
+	ts := start(t, true, positional(dataset(t, 6)))
+	page := ts.get("/api/runs?limit=5&sort=session_id").ok(t)
+	var want []string
+	for _, run := range page.json["runs"].([]any) {
+		m := run.(map[string]any)
+		want = append(want, m["_file_"].(string)+" "+m["session_id"].(string))
+	}
+	for _, tc := range []struct {
+		format, query string
+		headers       []string
+	}{
+		{"arrow", "", []string{"Accept", "application/vnd.apache.arrow.stream"}},
+		{"parquet", "&output=parquet", nil},
+	} {
+		res := ts.get("/api/runs?limit=5&sort=session_id"+tc.query, tc.headers...).ok(t)
+		got := testutil.ReadColumnar(t, tc.format, res.body)
+		fileCol, sessionCol := slices.Index(got.Columns, "_file_"), slices.Index(got.Columns, "session_id")
+		if fileCol < 0 || sessionCol < 0 || !slices.Contains(got.Columns, "duration_ms") || !slices.Contains(got.Columns, "dataset") {
+			t.Fatalf("%s columns %v", tc.format, got.Columns)
+		}
+		var runs []string
+		for _, row := range got.Rows {
+			var vals []any
+			json.Unmarshal([]byte(row), &vals)
+			runs = append(runs, fmt.Sprint(vals[fileCol], " ", vals[sessionCol]))
+		}
+		if !slices.Equal(runs, want) {
+			t.Errorf("%s page %v, want %v", tc.format, runs, want)
+		}
+		if res.header.Get("X-Next-Cursor") != page.json["next_cursor"] || res.header.Get("X-Total-Count") != fmt.Sprint(page.json["total"]) {
+			t.Errorf("%s: cursor %q total %q, want %v and %v", tc.format, res.header.Get("X-Next-Cursor"), res.header.Get("X-Total-Count"), page.json["next_cursor"], page.json["total"])
+		}
+	}
+	next := ts.get("/api/runs?limit=5&sort=session_id&output=arrow&cursor=" + page.json["next_cursor"].(string)).ok(t)
+	if n := len(testutil.ReadColumnar(t, "arrow", next.body).Rows); n != 5 {
+		t.Errorf("the next page has %d runs, want 5", n)
+	}
+	if res := ts.get("/api/runs?output=feather"); res.status != http.StatusBadRequest {
+		t.Errorf("output=feather: status %d", res.status)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,4 +96,115 @@ func TestQueryColumnarRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "arrow or parquet") {
 		t.Fatalf("unknown format: %v", err)
 	}
+}
+
+// export --format parquet writes each format's Parquet form with the
+// content of its JSONL: DuckDB reads back, for openai, one row per
+// Storyline whose messages (roles, text, tool_calls, tool_call_id) are the
+// JSONL's; for canonical, the same events in order with payload as JSON;
+// for atif, the same documents.
+func TestExportParquetMatchesJSONL(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	dir := t.TempDir()
+	for _, as := range []string{"openai", "canonical", "atif"} {
+		t.Run(as, func(t *testing.T) {
+			jsonl, stderr, code := testutil.Run(t, "export", samples, "--as", as)
+			if code != 0 {
+				t.Fatalf("jsonl: exit %d: %s", code, stderr)
+			}
+			out := filepath.Join(dir, as+".parquet")
+			if _, stderr, code := testutil.Run(t, "export", samples, "--as", as, "--format", "parquet", "-o", out); code != 0 {
+				t.Fatalf("parquet: exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := testutil.ReadColumnar(t, "parquet", data)
+			lines := strings.Split(strings.TrimSpace(jsonl), "\n")
+			if len(got.Rows) != len(lines) || len(lines) < 100 {
+				t.Fatalf("%d Parquet rows, %d JSONL lines", len(got.Rows), len(lines))
+			}
+			col := func(name string) int {
+				i := slices.Index(got.Columns, name)
+				if i < 0 {
+					t.Fatalf("no column %s in %v", name, got.Columns)
+				}
+				return i
+			}
+			for i, line := range lines {
+				var row []any
+				var want map[string]any
+				if err := json.Unmarshal([]byte(got.Rows[i]), &row); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal([]byte(line), &want); err != nil {
+					t.Fatal(err)
+				}
+				var a, b string
+				switch as {
+				case "openai":
+					a, b = chatText(t, row[col("messages")]), chatText(t, want["messages"])
+				case "canonical":
+					a, b = fmt.Sprint(row[col("event_id")], row[col("kind")], row[col("seq")]), fmt.Sprint(want["event_id"], want["kind"], want["seq"])
+					if p, _ := json.Marshal(row[col("payload")]); string(p) != compactJSON(t, want["payload"]) {
+						t.Errorf("event %d payload %s, JSONL %s", i, p, compactJSON(t, want["payload"]))
+					}
+				case "atif":
+					a, b = compactJSON(t, row[col("document")]), compactJSON(t, want)
+				}
+				if a != b {
+					t.Fatalf("row %d:\n%s\nJSONL:\n%s", i, a, b)
+				}
+			}
+			if as == "openai" && !strings.Contains(got.Types[col("messages")], "tool_calls STRUCT(id VARCHAR") {
+				t.Errorf("messages type %s", got.Types[col("messages")])
+			}
+			if as != "openai" && !slices.Contains(got.Types, "JSON") {
+				t.Errorf("types %v: want the JSON column typed JSON", got.Types)
+			}
+		})
+	}
+}
+
+// chatText renders chat messages as the fields a fine-tuning set reads:
+// role, content as text, tool calls and the id a tool message answers.
+func chatText(t *testing.T, messages any) string {
+	t.Helper()
+	var b strings.Builder
+	for _, m := range messages.([]any) {
+		msg := m.(map[string]any)
+		content := compactJSON(t, msg["content"]) // multimodal parts: an array in JSONL, its text in Parquet
+		fmt.Fprintf(&b, "%v|%v|%v|%v|", msg["role"], content, orEmpty(msg["reasoning_content"]), orEmpty(msg["tool_call_id"]))
+		calls, _ := msg["tool_calls"].([]any)
+		for _, c := range calls {
+			call := c.(map[string]any)
+			fn := call["function"].(map[string]any)
+			fmt.Fprintf(&b, "[%v %v %v %v]", call["id"], call["type"], fn["name"], fn["arguments"])
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func orEmpty(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
+}
+
+// compactJSON is v as compact JSON; a string holding JSON is that JSON.
+func compactJSON(t *testing.T, v any) string {
+	t.Helper()
+	if s, ok := v.(string); ok && json.Valid([]byte(s)) {
+		var x any
+		json.Unmarshal([]byte(s), &x)
+		v = x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

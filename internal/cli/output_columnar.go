@@ -9,6 +9,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/columnar"
 	"github.com/pchronicle/pchronicle/internal/engine"
+	"github.com/pchronicle/pchronicle/internal/export"
 	"github.com/pchronicle/pchronicle/internal/fsx"
 )
 
@@ -32,10 +33,36 @@ func validQueryFormat(format, out string, stdout io.Writer) error {
 		}
 		return nil
 	}
+	return notToTerminal(format, out, stdout)
+}
+
+// notToTerminal refuses to write a binary format to a terminal.
+func notToTerminal(format, out string, stdout io.Writer) error {
 	if out == "" && isTerminal(stdout) {
 		return fmt.Errorf("--format %s writes binary data: give -o FILE, or redirect or pipe stdout", format)
 	}
 	return nil
+}
+
+// validExportEncoding checks export's --format: jsonl, or parquet, which
+// is binary like query's columnar formats.
+func validExportEncoding(enc, out string, stdout io.Writer) error {
+	switch enc {
+	case "jsonl":
+		return nil
+	case fmtParquet:
+		return notToTerminal(enc, out, stdout)
+	}
+	return fmt.Errorf("unknown --format %q (want jsonl or parquet)", enc)
+}
+
+// newExportWriter is the export writer of format as: JSONL (or ATIF files
+// in dir), or its Parquet form.
+func newExportWriter(as string, w io.Writer, dir string, parquet bool) (export.Writer, error) {
+	if parquet {
+		return export.NewParquet(as, w)
+	}
+	return export.New(as, w, dir)
 }
 
 // queryColumnar runs the query as Arrow record batches and writes them.

@@ -47,42 +47,73 @@ const (
 	parquetGroupBytes = 64 << 20
 )
 
-// WriteParquet writes the batches as one Parquet file (zstd, the Arrow
-// schema stored so that Arrow readers get the exact types back). A JSON
-// column, marked with the arrow.json extension type, gets Parquet's JSON
-// logical type. A column Parquet cannot hold (an INTERVAL) is an error that
-// names it. footer, if not nil, gives key-value metadata for the file's
-// footer once every batch is written: what is known only at the end, such
-// as whether the result was truncated.
-func WriteParquet(w io.Writer, rows RecordBatches, footer func() map[string]string) error {
+// ParquetWriter writes record batches into one Parquet file (zstd, the
+// Arrow schema stored so that Arrow readers get the exact types back). A
+// JSON column, of the arrow.json extension type, gets Parquet's JSON
+// logical type.
+type ParquetWriter struct {
+	pw *pqarrow.FileWriter
+}
+
+// NewParquetWriter starts a Parquet file of schema on w. A column Parquet
+// cannot hold (an INTERVAL) is an error that names it.
+func NewParquetWriter(w io.Writer, schema *arrow.Schema) (*ParquetWriter, error) {
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithMaxRowGroupLength(parquetGroupRows))
 	// The writer closes a sink that is an io.Closer: the caller's file
 	// must stay open for it to sync and publish.
-	pw, err := pqarrow.NewFileWriter(rows.Schema(), struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	pw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{w}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
-		return fmt.Errorf("a Parquet file cannot hold this result: %w (cast the column, e.g. to VARCHAR)", err)
+		return nil, fmt.Errorf("a Parquet file cannot hold this result: %w (cast the column, e.g. to VARCHAR)", err)
 	}
-	for rows.Next() {
-		if err := pw.WriteBuffered(rows.RecordBatch()); err != nil {
-			pw.Close()
+	return &ParquetWriter{pw: pw}, nil
+}
+
+// Write adds a batch's rows.
+func (p *ParquetWriter) Write(rec arrow.RecordBatch) error {
+	if err := p.pw.WriteBuffered(rec); err != nil {
+		return err
+	}
+	if p.pw.RowGroupTotalBytesWritten() >= parquetGroupBytes {
+		p.pw.NewBufferedRowGroup()
+	}
+	return nil
+}
+
+// Close writes the last row group and the footer, with footer as its
+// key-value metadata.
+func (p *ParquetWriter) Close(footer map[string]string) error {
+	for k, v := range footer {
+		if err := p.pw.AppendKeyValueMetadata(k, v); err != nil {
+			p.pw.Close()
 			return err
 		}
-		if pw.RowGroupTotalBytesWritten() >= parquetGroupBytes {
-			pw.NewBufferedRowGroup()
+	}
+	return p.pw.Close()
+}
+
+// WriteParquet writes the batches as one Parquet file (ParquetWriter).
+// footer, if not nil, gives key-value metadata for the file's footer once
+// every batch is written: what is known only at the end, such as whether
+// the result was truncated.
+func WriteParquet(w io.Writer, rows RecordBatches, footer func() map[string]string) error {
+	pw, err := NewParquetWriter(w, rows.Schema())
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		if err := pw.Write(rows.RecordBatch()); err != nil {
+			pw.Close(nil)
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		pw.Close()
+		pw.Close(nil)
 		return err
 	}
+	var kv map[string]string
 	if footer != nil {
-		for k, v := range footer() {
-			if err := pw.AppendKeyValueMetadata(k, v); err != nil {
-				pw.Close()
-				return err
-			}
-		}
+		kv = footer()
 	}
-	return pw.Close()
+	return pw.Close(kv)
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// headerTransport adds headers (a Directory user's keys) to every request.
+type headerTransport struct{ keys []string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for i := 0; i+1 < len(h.keys); i += 2 {
+		r.Header.Set(h.keys[i], h.keys[i+1])
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpHTTP connects the SDK's client to url's /mcp with keys.
+func mcpHTTP(t *testing.T, url string, keys []string) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "pchronicle-test", Version: "0"}, nil)
+	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp",
+		HTTPClient: &http.Client{Transport: headerTransport{keys}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// callTool returns a tool's structured answer, or the text of its error.
+func callTool(t *testing.T, s *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		return nil, strings.Join(text, "\n")
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return out, ""
+}
+
+func datasetNames(t *testing.T, s *sdk.ClientSession) []string {
+	t.Helper()
+	out, errText := callTool(t, s, "list_datasets", nil)
+	if errText != "" {
+		t.Fatalf("list_datasets: %s", errText)
+	}
+	var names []string
+	for _, d := range out["datasets"].([]any) {
+		names = append(names, d.(map[string]any)["name"].(string))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// /mcp of `serve`: the tools over streamable HTTP, the same as over stdio;
+// a cross-origin request is refused.
+func TestMCPOverHTTP(t *testing.T) {
+	srv := startServe(t, examples(t), "--listen", "127.0.0.1:0")
+	s := mcpHTTP(t, srv.url, nil)
+	if names := datasetNames(t, s); !slices.Equal(names, []string{"dataset"}) {
+		t.Errorf("datasets %v", names)
+	}
+	out, errText := callTool(t, s, "query", map[string]any{"sql": "SELECT count(*) AS n FROM runs"})
+	if errText != "" || len(out["rows"].([]any)) != 1 || out["truncated"] != false {
+		t.Fatalf("query: %v %s", out, errText)
+	}
+	if _, errText := callTool(t, s, "query", map[string]any{"sql": "DROP TABLE runs"}); !strings.Contains(errText, "query_rejected") {
+		t.Errorf("a write: %q", errText)
+	}
+	req, _ := http.NewRequest("POST", srv.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Origin", "http://evil.example")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin /mcp: status %d, want 403", res.StatusCode)
+	}
+}
+
+// /mcp under a Directory: each call runs with the caller's keys, so a user
+// sees the public Dataset and their own grant and nothing else, cannot
+// query an ungranted Dataset, and a call without keys sees only public
+// Datasets.
+func TestMCPOverHTTPUnderADirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.toml")
+	if err := os.WriteFile(path, []byte(matrixDirectory(examples(t), bobGrant, true)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startParent(t, path, nil, []string{"alice-secret", "bob-secret"})
+	as := mcpHTTP(t, p.url, alice)
+	if names := datasetNames(t, as); !slices.Equal(names, []string{"alice_only", "pub"}) {
+		t.Errorf("alice sees %v, want alice_only and pub", names)
+	}
+	out, errText := callTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM alice_only.runs"})
+	if errText != "" || len(out["rows"].([]any)) != 1 {
+		t.Fatalf("alice's query: %v %s", out, errText)
+	}
+	if _, errText := callTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM bob_only.runs"}); errText == "" || !strings.Contains(errText, "bob_only") {
+		t.Errorf("alice querying bob_only: %q, want an error naming it", errText)
+	}
+	if names := datasetNames(t, mcpHTTP(t, p.url, bob)); !slices.Equal(names, []string{"bob_only", "pub"}) {
+		t.Errorf("bob sees %v, want bob_only and pub", names)
+	}
+	if names := datasetNames(t, mcpHTTP(t, p.url, nil)); !slices.Equal(names, []string{"pub"}) {
+		t.Errorf("no keys: sees %v, want only pub", names)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 // headerTransport adds headers (a Directory user's keys) to every request.
@@ -130,5 +134,35 @@ func TestMCPOverHTTPUnderADirectory(t *testing.T) {
 	}
 	if names := datasetNames(t, mcpHTTP(t, p.url, nil)); !slices.Equal(names, []string{"pub"}) {
 		t.Errorf("no keys: sees %v, want only pub", names)
+	}
+}
+
+// A columnar answer crosses a Directory worker's envelope whole: alice's
+// Parquet answer reads back with her rows, and its footer says whether the
+// cap cut it (trailers do not cross the envelope).
+func TestColumnarAnswerUnderADirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.toml")
+	if err := os.WriteFile(path, []byte(matrixDirectory(examples(t), "", true)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startParent(t, path, nil, []string{"alice-secret"})
+	for _, format := range []string{"parquet", "arrow"} {
+		a := p.do(t, "POST", "/api/query", `{"sql": "SELECT session_id, started_at FROM pub.runs ORDER BY 1", "format": "`+format+`", "max_rows": 2}`, alice...)
+		if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "application/vnd.apache.") {
+			t.Fatalf("%s: %d %s %.200s", format, a.status, a.header.Get("Content-Type"), a.body)
+		}
+		got := testutil.ReadColumnar(t, format, []byte(a.body))
+		if len(got.Rows) != 2 || !slices.Equal(got.Types, []string{"VARCHAR", "TIMESTAMP WITH TIME ZONE"}) {
+			t.Errorf("%s: %v %v", format, got.Types, got.Rows)
+		}
+		if format == "parquet" {
+			pf, err := file.NewParquetReader(bytes.NewReader([]byte(a.body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := pf.MetaData().KeyValueMetadata().FindValue("pchronicle.truncated"); v == nil || *v != "true" {
+				t.Errorf("footer pchronicle.truncated = %v, want true (3 runs, cap 2)", v)
+			}
+		}
 	}
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,33 +40,9 @@ func mcpHTTP(t *testing.T, url string, keys []string) *sdk.ClientSession {
 	return s
 }
 
-// callTool returns a tool's structured answer, or the text of its error.
-func callTool(t *testing.T, s *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if res.IsError {
-		var text []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*sdk.TextContent); ok {
-				text = append(text, tc.Text)
-			}
-		}
-		return nil, strings.Join(text, "\n")
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	json.Unmarshal(b, &out)
-	return out, ""
-}
-
 func datasetNames(t *testing.T, s *sdk.ClientSession) []string {
 	t.Helper()
-	out, errText := callTool(t, s, "list_datasets", nil)
+	out, errText := testutil.CallTool(t, s, "list_datasets", nil)
 	if errText != "" {
 		t.Fatalf("list_datasets: %s", errText)
 	}
@@ -88,11 +62,11 @@ func TestMCPOverHTTP(t *testing.T) {
 	if names := datasetNames(t, s); !slices.Equal(names, []string{"dataset"}) {
 		t.Errorf("datasets %v", names)
 	}
-	out, errText := callTool(t, s, "query", map[string]any{"sql": "SELECT count(*) AS n FROM runs"})
+	out, errText := testutil.CallTool(t, s, "query", map[string]any{"sql": "SELECT count(*) AS n FROM runs"})
 	if errText != "" || len(out["rows"].([]any)) != 1 || out["truncated"] != false {
 		t.Fatalf("query: %v %s", out, errText)
 	}
-	if _, errText := callTool(t, s, "query", map[string]any{"sql": "DROP TABLE runs"}); !strings.Contains(errText, "query_rejected") {
+	if _, errText := testutil.CallTool(t, s, "query", map[string]any{"sql": "DROP TABLE runs"}); !strings.Contains(errText, "query_rejected") {
 		t.Errorf("a write: %q", errText)
 	}
 	req, _ := http.NewRequest("POST", srv.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -122,11 +96,11 @@ func TestMCPOverHTTPUnderADirectory(t *testing.T) {
 	if names := datasetNames(t, as); !slices.Equal(names, []string{"alice_only", "pub"}) {
 		t.Errorf("alice sees %v, want alice_only and pub", names)
 	}
-	out, errText := callTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM alice_only.runs"})
+	out, errText := testutil.CallTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM alice_only.runs"})
 	if errText != "" || len(out["rows"].([]any)) != 1 {
 		t.Fatalf("alice's query: %v %s", out, errText)
 	}
-	if _, errText := callTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM bob_only.runs"}); errText == "" || !strings.Contains(errText, "bob_only") {
+	if _, errText := testutil.CallTool(t, as, "query", map[string]any{"sql": "SELECT count(*) FROM bob_only.runs"}); errText == "" || !strings.Contains(errText, "bob_only") {
 		t.Errorf("alice querying bob_only: %q, want an error naming it", errText)
 	}
 	if names := datasetNames(t, mcpHTTP(t, p.url, bob)); !slices.Equal(names, []string{"bob_only", "pub"}) {

@@ -16,36 +16,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-// mcpCall calls a tool and returns its structured answer, or the text of
-// its tool error.
-func mcpCall(t *testing.T, s *sdk.ClientSession, name string, args map[string]any) (map[string]any, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if res.IsError {
-		var text []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*sdk.TextContent); ok {
-				text = append(text, tc.Text)
-			}
-		}
-		return nil, strings.Join(text, "\n")
-	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out, ""
-}
-
 // The real binary's `mcp` over stdio, driven by the SDK's client: it
 // initializes, lists its tools, answers each one, returns a write and a
 // timeout as tool errors an agent can act on, and its query tool's rows
@@ -81,11 +51,11 @@ func TestMCPOverStdio(t *testing.T) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 
-	out, _ := mcpCall(t, s, "list_datasets", nil)
+	out, _ := testutil.CallTool(t, s, "list_datasets", nil)
 	if ds, _ := out["datasets"].([]any); len(ds) != 1 {
 		t.Errorf("list_datasets: %v", out)
 	}
-	out, _ = mcpCall(t, s, "describe_relations", map[string]any{"relation": "tool_calls"})
+	out, _ = testutil.CallTool(t, s, "describe_relations", map[string]any{"relation": "tool_calls"})
 	rel := out["relations"].([]any)[0].(map[string]any)
 	for _, c := range rel["columns"].([]any) {
 		col := c.(map[string]any)
@@ -104,7 +74,7 @@ func TestMCPOverStdio(t *testing.T) {
 	if len(want) < 4 {
 		t.Fatalf("only %d runs", len(want))
 	}
-	out, errText := mcpCall(t, s, "query", map[string]any{"sql": sql, "max_rows": 3})
+	out, errText := testutil.CallTool(t, s, "query", map[string]any{"sql": sql, "max_rows": 3})
 	if errText != "" {
 		t.Fatal(errText)
 	}
@@ -119,38 +89,38 @@ func TestMCPOverStdio(t *testing.T) {
 		}
 	}
 
-	_, errText = mcpCall(t, s, "query", map[string]any{"sql": "CREATE TABLE stolen AS SELECT * FROM runs"})
+	_, errText = testutil.CallTool(t, s, "query", map[string]any{"sql": "CREATE TABLE stolen AS SELECT * FROM runs"})
 	if !strings.Contains(errText, "query_rejected") || !strings.Contains(errText, "read-only") {
 		t.Errorf("a write: %q, want a query_rejected tool error", errText)
 	}
-	_, errText = mcpCall(t, s, "query", map[string]any{"sql": "SELECT count(*) FROM runs r JOIN steps s ON r.session_id = s.session_id"})
+	_, errText = testutil.CallTool(t, s, "query", map[string]any{"sql": "SELECT count(*) FROM runs r JOIN steps s ON r.session_id = s.session_id"})
 	if !strings.Contains(errText, "_file_") {
 		t.Errorf("a join without _file_: %q, want the join rule's message with its fix", errText)
 	}
 	start := time.Now()
-	_, errText = mcpCall(t, s, "query", map[string]any{"timeout_ms": 300,
+	_, errText = testutil.CallTool(t, s, "query", map[string]any{"timeout_ms": 300,
 		"sql": "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 10000000000) SELECT count(*) FROM t"})
 	if !strings.Contains(errText, "query_timeout") || time.Since(start) > 20*time.Second {
 		t.Errorf("a timeout: %q after %v", errText, time.Since(start))
 	}
 
 	first, second := want[0], want[1]
-	out, errText = mcpCall(t, s, "find_storylines", map[string]any{"session_id": first["session_id"]})
+	out, errText = testutil.CallTool(t, s, "find_storylines", map[string]any{"session_id": first["session_id"]})
 	found, _ := out["storylines"].([]any)
 	if errText != "" || len(found) == 0 || found[0].(map[string]any)["_file_"] != first["_file_"] {
 		t.Fatalf("find_storylines: %v %s", out, errText)
 	}
-	out, _ = mcpCall(t, s, "read_storyline", map[string]any{"file": first["_file_"], "session_id": first["session_id"], "limit": 2, "max_chars": 10})
+	out, _ = testutil.CallTool(t, s, "read_storyline", map[string]any{"file": first["_file_"], "session_id": first["session_id"], "limit": 2, "max_chars": 10})
 	steps, _ := out["steps"].([]any)
 	if out["run"] == nil || len(steps) == 0 || len(steps) > 2 {
 		t.Fatalf("read_storyline: %v", out)
 	}
-	out, errText = mcpCall(t, s, "compare_runs", map[string]any{"a_file": first["_file_"], "a_session_id": first["session_id"],
+	out, errText = testutil.CallTool(t, s, "compare_runs", map[string]any{"a_file": first["_file_"], "a_session_id": first["session_id"],
 		"b_file": second["_file_"], "b_session_id": second["session_id"]})
 	if errText != "" || out["counts"] == nil || out["delta"] == nil {
 		t.Fatalf("compare_runs: %v %s", out, errText)
 	}
-	_, errText = mcpCall(t, s, "read_storyline", map[string]any{"file": "no/such.json", "session_id": "x"})
+	_, errText = testutil.CallTool(t, s, "read_storyline", map[string]any{"file": "no/such.json", "session_id": "x"})
 	if !strings.Contains(errText, "not_found") || !strings.Contains(errText, "find_storylines") {
 		t.Errorf("an unknown Storyline: %q, want not_found with a hint", errText)
 	}

@@ -114,12 +114,7 @@ func (p *parquetWriter) Write(dataset string, sl *model.Storyline) error {
 		}
 		return p.add(map[string]any{"dataset": dataset, "_file_": sl.Run.File, "session_id": sl.Run.SessionID, "document": string(doc)})
 	default:
-		sid := sl.Run.SessionID
-		p.used[sid]++
-		if n := p.used[sid]; n > 1 {
-			sid = fmt.Sprintf("%s#%d", sid, n)
-		}
-		evs, err := CanonicalEvents(dataset, sl, sid)
+		evs, err := CanonicalEvents(dataset, sl, exportedSession(p.used, sl.Run.SessionID))
 		if err != nil {
 			return err
 		}

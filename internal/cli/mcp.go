@@ -97,9 +97,12 @@ func (nopCloser) Close() error { return nil }
 // of another origin is refused: it must not drive a local server's tools.
 func withMCP(h http.Handler) http.Handler {
 	m := mcp.New(mcp.Config{API: h, Version: Version, Credentials: []string{directory.HeaderAccessKey, directory.HeaderSecretKey}}).Handler()
-	mux := http.NewServeMux()
-	mux.Handle("/", h)
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Not a ServeMux: it would clean and redirect the paths h answers.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			h.ServeHTTP(w, r)
+			return
+		}
 		if o := r.Header.Get("Origin"); o != "" {
 			if u, err := url.Parse(o); err != nil || u.Host != r.Host {
 				http.Error(w, "cross-origin requests to /mcp are refused", http.StatusForbidden)
@@ -107,6 +110,5 @@ func withMCP(h http.Handler) http.Handler {
 			}
 		}
 		m.ServeHTTP(w, r)
-	}))
-	return mux
+	})
 }

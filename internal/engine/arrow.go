@@ -100,7 +100,11 @@ func (r *ArrowRows) Next() bool {
 			return false
 		}
 		if !r.reader.Next() {
-			if err := r.reader.Err(); err != nil {
+			err := r.reader.Err()
+			if err == nil {
+				err = r.endOfStream()
+			}
+			if err != nil {
 				r.err = stopped(r.ctx, workerFirst(r.src.err, err), r.limits)
 			}
 			return false
@@ -121,6 +125,19 @@ func (r *ArrowRows) Next() bool {
 		r.n += rec.NumRows()
 		r.rec = rec
 		return true
+	}
+}
+
+// endOfStream reads the worker's end of the query after the stream's end
+// marker, so that the worker is ready for the next one without a cancel.
+func (r *ArrowRows) endOfStream() error {
+	switch err := r.src.fill(); err {
+	case io.EOF:
+		return nil
+	case nil:
+		return r.src.w.protocolError("data after the end of an Arrow stream")
+	default:
+		return err
 	}
 }
 

@@ -2,7 +2,9 @@
 # DuckDB is linked statically through cgo (duckdb-go-bindings), so a C
 # compiler is the only system requirement; it is on every Go machine here.
 export CGO_ENABLED=1
-export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+# duckdb_arrow builds DuckDB's Arrow interface, which columnar results use
+# (internal/engine/arrow.go).
+export GOFLAGS="${GOFLAGS:--buildvcs=false -tags=duckdb_arrow}"
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi

@@ -34,6 +34,9 @@ func registerCompletions(root *cobra.Command) {
 			if f == nil || (name == "format" && f.DefValue != fmtTable) {
 				continue
 			}
+			if name == "format" && c.Name() == "query" {
+				values = queryFormats
+			}
 			c.RegisterFlagCompletionFunc(name, fixedValues(values))
 		}
 		if c.Flags().Lookup("mount") != nil { // the shared Dataset flags

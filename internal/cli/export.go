@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/export"
-	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
 	"github.com/pchronicle/pchronicle/internal/model"
 )
@@ -23,8 +21,8 @@ func init() { register(newExportCmd) }
 
 func newExportCmd(e *env) *cobra.Command {
 	var (
-		sel     selection
-		as, out string
+		sel          selection
+		as, out, enc string
 	)
 	cmd := &cobra.Command{
 		Use:   "export [DATASET]",
@@ -47,11 +45,18 @@ directory for --as atif). Storylines are written in Dataset, source and
 session_id order, so the same Snapshot exports the same bytes.
 
 What each format cannot carry is documented in docs/cli.md (for example,
-OpenAI messages have no tool error status, and ATIF has no tool steps).`,
+OpenAI messages have no tool error status, and ATIF has no tool steps).
+
+--format parquet writes each format's Parquet form instead of JSONL, one
+file: --as openai one row per Storyline with its messages and their
+tool_calls (what a Hugging Face datasets fine-tuning set loads), --as
+canonical one row per event, --as atif one row per Storyline with its
+document as JSON.`,
 		Example: `  pchronicle export ./runs --as canonical > events.jsonl
   pchronicle export ./runs --source harbor/trajectory.json --as atif --out ./atif
   pchronicle export ./runs --session 0b5c3e1a --session 7f0d9b22 --as openai
-  pchronicle export --mount prod=./prod --run run-42 --as canonical --out run-42.jsonl`,
+  pchronicle export --mount prod=./prod --run run-42 --as canonical --out run-42.jsonl
+  pchronicle export ./runs --as openai --format parquet -o train.parquet`,
 		Args: cobra.MaximumNArgs(1),
 	}
 	ds := addDatasetFlags(cmd)
@@ -59,9 +64,13 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 	sel.register(f)
 	f.StringVar(&as, "as", export.Canonical, "output format: "+strings.Join(export.Formats, ", "))
 	f.StringVarP(&out, "out", "o", "", "write to this file instead of stdout (with --as atif: a directory, one file per Storyline)")
+	f.StringVar(&enc, "format", "jsonl", "jsonl, or parquet: the format's Parquet form, one file")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if !slices.Contains(export.Formats, as) {
 			return fmt.Errorf("unknown --as %q (want %s)", as, strings.Join(export.Formats, ", "))
+		}
+		if err := validExportEncoding(enc, out, e.stdout); err != nil {
+			return err
 		}
 		snap, _, err := ds.open(cmd.Context(), firstArg(args))
 		if err != nil {
@@ -71,7 +80,7 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 		if err := sel.checkSource(snap); err != nil {
 			return err
 		}
-		n, err := writeExport(cmd.Context(), e, snap, sel, as, out)
+		n, err := writeExport(cmd.Context(), e, snap, sel, as, out, enc == fmtParquet)
 		if err != nil {
 			return err
 		}
@@ -86,9 +95,9 @@ OpenAI messages have no tool error status, and ATIF has no tool steps).`,
 // atif), or to the file out, which is replaced atomically once the export
 // is complete: a failed or interrupted export leaves an existing file as it
 // was and no partial one. It returns the number of Storylines written.
-func writeExport(ctx context.Context, e *env, snap *catalog.Snapshot, sel selection, as, out string) (n int, err error) {
+func writeExport(ctx context.Context, e *env, snap *catalog.Snapshot, sel selection, as, out string, parquet bool) (n int, err error) {
 	run := func(dst io.Writer, dir string) error {
-		w, err := export.New(as, dst, dir)
+		w, err := newExportWriter(as, dst, dir, parquet)
 		if err != nil {
 			return err
 		}
@@ -104,22 +113,10 @@ func writeExport(ctx context.Context, e *env, snap *catalog.Snapshot, sel select
 		}
 		return err
 	}
-	if out == "" || as == export.ATIF {
+	if as == export.ATIF && !parquet {
 		return n, run(e.stdout, out)
 	}
-	if fi, err := os.Stat(out); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		// A device or FIFO (--out /dev/stdout, >(gzip)) cannot be replaced.
-		f, err := os.OpenFile(out, os.O_WRONLY, 0)
-		if err != nil {
-			return 0, err
-		}
-		err = run(f, "")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return n, err
-	}
-	return n, fsx.WriteAtomic(out, 0o644, func(w io.Writer) error { return run(w, "") })
+	return n, writeOutput(e.stdout, out, func(w io.Writer) error { return run(w, "") })
 }
 
 // exportSnapshot writes every selected Storyline and returns how many.

@@ -30,8 +30,12 @@ func validFormat(f string) error {
 	if slices.Contains(rowFormats, f) {
 		return nil
 	}
-	return fmt.Errorf("unknown --format %q (want %s or %s)", f,
-		strings.Join(rowFormats[:len(rowFormats)-1], ", "), rowFormats[len(rowFormats)-1])
+	return fmt.Errorf("unknown --format %q (want %s)", f, orList(rowFormats))
+}
+
+// orList writes values as "a, b or c".
+func orList(values []string) string {
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }
 
 // terminalRows is how many rows a table shows on a terminal unless

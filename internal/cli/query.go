@@ -17,9 +17,9 @@ import (
 func init() {
 	register(func(e *env) *cobra.Command {
 		var (
-			sqlFlag, sqlFile, outFormat string
-			explain                     bool
-			maxRows                     int
+			sqlFlag, sqlFile, outFormat, outFile string
+			explain                              bool
+			maxRows                              int
 		)
 		cmd := &cobra.Command{
 			Use:   "query [DATASET] [SQL]",
@@ -41,6 +41,7 @@ prints how many sources each relation considered, skipped and resolved.`,
   pchronicle query ./runs -f report.sql --format markdown
   echo "SUMMARIZE runs" | pchronicle query ./runs --sql -
   pchronicle query ./runs --sql "SELECT * FROM steps WHERE _file_ = 'a/trajectory.json'" --format jsonl
+  pchronicle query ./runs "SELECT * FROM tool_calls" --format parquet -o tool_calls.parquet
   pchronicle query --mount live=./capture --mount archive=./archive \
       --sql "SELECT 'live', count(*) FROM live.runs UNION ALL SELECT 'archive', count(*) FROM archive.runs"`,
 			Args: cobra.MaximumNArgs(2),
@@ -49,11 +50,12 @@ prints how many sources each relation considered, skipped and resolved.`,
 		f := cmd.Flags()
 		f.StringVar(&sqlFlag, "sql", "", "the SQL statement (instead of the SQL argument); - reads it from standard input")
 		f.StringVarP(&sqlFile, "file", "f", "", "read the SQL statement from this file")
-		f.StringVar(&outFormat, "format", fmtTable, "output format: table, markdown, csv, json or jsonl")
+		f.StringVar(&outFormat, "format", fmtTable, "output format: table, markdown, csv, json, jsonl, arrow (an Arrow IPC stream) or parquet")
+		f.StringVarP(&outFile, "output", "o", "", "write the result to this file, replaced once it is complete (arrow and parquet need it when stdout is a terminal)")
 		f.IntVar(&maxRows, "max-rows", -1, "rows a table shows, the rest counted in its footer (0: all; default 40 on a terminal, all elsewhere)")
 		f.BoolVar(&explain, "explain", false, "print the source pruning report (to stderr) before the result")
 		cmd.RunE = func(cmd *cobra.Command, args []string) (err error) {
-			if err := validFormat(outFormat); err != nil {
+			if err := validQueryFormat(outFormat, outFile, e.stdout); err != nil {
 				return err
 			}
 			if sqlFile != "" || sqlFlag == "-" {
@@ -76,19 +78,17 @@ prints how many sources each relation considered, skipped and resolved.`,
 				done()
 				return err
 			}
+			if isColumnar(outFormat) {
+				return queryColumnar(ctx, done, e, eng, sqlText, outFormat, outFile, explain)
+			}
 			rows, err := eng.Stream(ctx, sqlText, engine.QueryOptions{})
 			done()
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
-			if explain {
-				writePruning(e.stderr, rows.Pruning)
-			}
-			for _, w := range rows.Warnings { // summarized by the engine already
-				fmt.Fprintln(e.stderr, "pchronicle: warning:", w)
-			}
-			return writeRows(e.stdout, outFormat, maxRows, rows)
+			writeNotes(e.stderr, explain, rows.Pruning, rows.Warnings)
+			return writeOutput(e.stdout, outFile, func(w io.Writer) error { return writeRows(w, outFormat, maxRows, rows) })
 		}
 		return cmd
 	})

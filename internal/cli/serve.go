@@ -162,7 +162,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 			return err
 		}
 		defer stop()
-		return listenAndServe(ctx, e, log, sf, h, sf.workerTimeout, nil)
+		return listenAndServe(ctx, e, log, sf, withMCP(h), sf.workerTimeout, nil)
 	}
 	mounts, positional, err := serveMounts(ds, args)
 	if err != nil {
@@ -182,7 +182,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		Gate: engine.NewGate(sf.concurrent, sf.queue), Parser: parser, Logger: log, Supervise: true}
 	rt := &serving.Runtime{}
 	srv := server.New(server.Config{Runtime: rt, Logger: log, Version: Version, MaxRows: sf.maxRows, MaxTimeout: limits.Timeout, UI: web.Handler()})
-	return listenAndServe(ctx, e, log, sf, srv, limits.Timeout, func() (func(), error) {
+	return listenAndServe(ctx, e, log, sf, withMCP(srv), limits.Timeout, func() (func(), error) {
 		started, err := generation.Start(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("building the first snapshot: %w", err)

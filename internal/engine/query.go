@@ -90,8 +90,45 @@ func (e *Engine) Query(ctx context.Context, sqlText string, opts QueryOptions) (
 // Rows is a streamed query result: rows are read from DuckDB as the caller
 // asks for them. It holds a DuckDB instance (and a Gate slot) until Close.
 type Rows struct {
+	*running
 	Columns []string
 	Types   []string
+
+	rows *sql.Rows
+	vals []any
+}
+
+// Stream runs one read-only statement and returns its rows unread. The
+// caller must Close them.
+func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) (*Rows, error) {
+	var r *Rows
+	err := e.run(ctx, sqlText, opts, func(q *running) error {
+		sqlRows, err := q.inst.conn.QueryContext(q.ctx, sqlText)
+		if err != nil {
+			return err
+		}
+		cols, err := sqlRows.ColumnTypes()
+		if err != nil {
+			sqlRows.Close()
+			return err
+		}
+		r = &Rows{running: q, rows: sqlRows, vals: make([]any, len(cols))}
+		for _, c := range cols {
+			r.Columns = append(r.Columns, c.Name())
+			r.Types = append(r.Types, c.DatabaseTypeName())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// running is a query started on its instance: what its result, in rows
+// (Rows) or Arrow record batches (ArrowRows), holds until Close, and the
+// row cap both apply the same way.
+type running struct {
 	Pruning []RelationReport
 	// Warnings say what the query's sources skipped or left out (files
 	// that are not trajectories, still being written, skipped unreadable),
@@ -100,7 +137,6 @@ type Rows struct {
 
 	e         *Engine
 	inst      *instance
-	rows      *sql.Rows
 	ctx       context.Context
 	cancel    context.CancelFunc
 	release   func()
@@ -108,20 +144,18 @@ type Rows struct {
 	maxRows   int64
 	truncate  bool
 	n         int64
-	vals      []any
 	err       error
 	truncated bool
 	closed    bool
 }
 
-// Stream runs one read-only statement and returns its rows unread. The
-// caller must Close them.
-//
-// An engine without a parser of its own parses the SQL on the instance that
-// will run it, which its preparation locked down first (newInstance), and
-// makes the instance's schemas while the query's sources resolve: a
-// one-shot command then opens one DuckDB, not two.
-func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) (_ *Rows, err error) {
+// run prepares sqlText's query — its analysis, plan and instance — and
+// calls start to run it there. An engine without a parser of its own parses
+// the SQL on the instance that will run it, which its preparation locked
+// down first (newInstance), and makes the instance's schemas while the
+// query's sources resolve: a one-shot command then opens one DuckDB, not
+// two. If run fails, what it took is released.
+func (e *Engine) run(ctx context.Context, sqlText string, opts QueryOptions, start func(*running) error) (err error) {
 	limits, opts := e.effective(opts)
 	var cancel context.CancelFunc = func() {}
 	if opts.Timeout > 0 {
@@ -155,12 +189,12 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 			stopPrefetch = e.prefetch(ctx, sqlText)
 		}
 		if err = take(nil); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	an, err := e.analyze(ctx, inst, sqlText)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var made chan error // the instance's schemas, made while the plan resolves
 	if inst != nil && inst.schema != nil {
@@ -172,35 +206,21 @@ func (e *Engine) Stream(ctx context.Context, sqlText string, opts QueryOptions) 
 		err = cmp.Or(err, <-made)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Restrict == nil {
 		e.remember(sqlText)
 	}
 	if inst == nil {
 		if err = take(plan.views); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err = e.point(ctx, inst, plan); err != nil {
-		return nil, err
+		return err
 	}
-	sqlRows, err := inst.conn.QueryContext(ctx, sqlText)
-	if err != nil {
-		return nil, err
-	}
-	cols, err := sqlRows.ColumnTypes()
-	if err != nil {
-		sqlRows.Close()
-		return nil, err
-	}
-	r := &Rows{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, rows: sqlRows, ctx: ctx, cancel: cancel, release: release,
-		limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate, vals: make([]any, len(cols))}
-	for _, c := range cols {
-		r.Columns = append(r.Columns, c.Name())
-		r.Types = append(r.Types, c.DatabaseTypeName())
-	}
-	return r, nil
+	return start(&running{Pruning: plan.report(), Warnings: plan.warnings(), e: e, inst: inst, ctx: ctx, cancel: cancel, release: release,
+		limits: limits, maxRows: opts.MaxRows, truncate: opts.Truncate})
 }
 
 // stopped says that a query ended because its context did (the timeout or
@@ -225,12 +245,7 @@ func (r *Rows) Next() bool {
 		}
 		return false
 	}
-	if r.maxRows > 0 && r.n >= r.maxRows {
-		if r.truncate {
-			r.truncated = true
-		} else {
-			r.err = fmt.Errorf("%w (%d); add a LIMIT or raise the limit", ErrTooManyRows, r.maxRows)
-		}
+	if r.capped() {
 		return false
 	}
 	ptrs := make([]any, len(r.vals))
@@ -254,21 +269,41 @@ func (r *Rows) Next() bool {
 // the caller's: a later Next does not reuse it.
 func (r *Rows) Values() []any { return r.vals }
 
-// Err returns the error that ended reading, if any.
-func (r *Rows) Err() error { return r.err }
-
-// Truncated reports whether reading stopped at the row cap with rows left.
-func (r *Rows) Truncated() bool { return r.truncated }
-
 // Close releases the instance and the Gate slot. It is safe to call twice.
 func (r *Rows) Close() error {
 	if r.closed {
 		return nil
 	}
-	r.closed = true
 	err := r.rows.Close()
-	r.cancel()
-	r.e.release(r.inst, r.err == nil)
-	r.release()
+	r.end()
 	return err
+}
+
+// capped reports whether the row cap ends reading before one more row:
+// the result is truncated, or over its cap (an error).
+func (q *running) capped() bool {
+	if q.maxRows <= 0 || q.n < q.maxRows {
+		return false
+	}
+	if q.truncate {
+		q.truncated = true
+	} else {
+		q.err = fmt.Errorf("%w (%d); add a LIMIT or raise the limit", ErrTooManyRows, q.maxRows)
+	}
+	return true
+}
+
+// Err returns the error that ended reading, if any.
+func (q *running) Err() error { return q.err }
+
+// Truncated reports whether reading stopped at the row cap with rows left.
+func (q *running) Truncated() bool { return q.truncated }
+
+// end releases the instance (for reuse if the query ended cleanly) and the
+// Gate slot, once the result is closed.
+func (q *running) end() {
+	q.closed = true
+	q.cancel()
+	q.e.release(q.inst, q.err == nil)
+	q.release()
 }

@@ -28,12 +28,16 @@ const (
 	frameExec   byte = 'x' // workerExec: run statements in order
 	frameQuery  byte = 'q' // workerStatement: run a query, stream its rows
 	frameCancel byte = 'z' // workerCancel: stop that query if it still runs
+	// frameArrowQuery runs a query (workerStatement) whose result streams
+	// as an Arrow IPC stream (arrow.go) in frameArrow frames.
+	frameArrowQuery byte = 'a'
 	// Worker to engine.
 	frameOK      byte = 'k' // the request succeeded
 	frameError   byte = 'e' // workerError: it failed
 	frameColumns byte = 'c' // workerColumns: a query's result columns
 	frameRows    byte = 'r' // a batch of rows (encodeRow values)
 	frameDone    byte = 'd' // the last row was sent
+	frameArrow   byte = 's' // the next bytes of an Arrow IPC stream
 )
 
 type workerOpen struct {

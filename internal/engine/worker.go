@@ -174,9 +174,7 @@ func (w *worker) QueryContext(ctx context.Context, query string, args []driver.N
 		}
 		stmt.Args = append(stmt.Args, s)
 	}
-	w.queries++
-	r := &workerRows{w: w, query: w.queries, ended: make(chan struct{})}
-	r.stop = context.AfterFunc(ctx, r.interrupt)
+	r := w.startQuery(ctx, frameRows)
 	if err := w.send(frameQuery, stmt); err != nil {
 		return nil, r.end(err)
 	}
@@ -193,6 +191,15 @@ func (w *worker) QueryContext(ctx context.Context, query string, args []driver.N
 	}
 	r.columns, r.types = cols.Names, cols.Types
 	return r, nil
+}
+
+// startQuery numbers the next query and watches ctx to cancel it; its
+// result comes in frames of the data kind.
+func (w *worker) startQuery(ctx context.Context, data byte) *workerRows {
+	w.queries++
+	r := &workerRows{w: w, query: w.queries, data: data, ended: make(chan struct{})}
+	r.stop = context.AfterFunc(ctx, r.interrupt)
+	return r
 }
 
 // request sends one request and waits for its answer; if ctx ends first,
@@ -373,6 +380,7 @@ func (w *worker) Close() error {
 type workerRows struct {
 	w       *worker
 	query   uint64 // its number, for a cancel
+	data    byte   // the kind of its data frames: frameRows or frameArrow
 	columns []string
 	types   []string
 	stop    func() bool   // ends the watch over the query's context
@@ -411,7 +419,7 @@ func (r *workerRows) fill() error {
 		switch {
 		case err != nil:
 			return r.end(err)
-		case kind == frameRows && len(r.columns) > 0:
+		case kind == r.data && (kind == frameArrow || len(r.columns) > 0):
 			r.batch = valueReader{b: payload}
 		case kind == frameDone:
 			return r.end(io.EOF)

@@ -70,7 +70,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 				continue
 			}
 			req := workerRequest{kind: kind, payload: payload}
-			if kind == frameQuery {
+			if kind == frameQuery || kind == frameArrowQuery {
 				queries++
 				req.query = queries
 			}
@@ -111,7 +111,7 @@ func serveWorker(in io.Reader, out io.Writer) error {
 			if err := w.answer(w.exec(ctx, exec.SQL)); err != nil {
 				return err
 			}
-		case frameQuery:
+		case frameQuery, frameArrowQuery:
 			var stmt workerStatement
 			if err := jsonx.Unmarshal(req.payload, &stmt); err != nil {
 				return fmt.Errorf("a malformed request: %w", err)
@@ -125,7 +125,11 @@ func serveWorker(in io.Reader, out io.Writer) error {
 				}
 				limited = true
 			}
-			if err := w.query(req.query, stmt); err != nil {
+			run := w.query
+			if req.kind == frameArrowQuery {
+				run = w.arrowQuery
+			}
+			if err := run(req.query, stmt); err != nil {
 				return err
 			}
 		default:
@@ -196,6 +200,24 @@ func (w *workerServer) cancelQuery(n uint64) {
 	}
 }
 
+// started registers query n as the one running, for cancelQuery, and
+// returns its context and what to call when it ends.
+func (w *workerServer) started(n uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.mu.Lock()
+	w.running, w.cancel = n, cancel
+	if w.canceled >= n {
+		cancel()
+	}
+	w.mu.Unlock()
+	return ctx, func() {
+		w.mu.Lock()
+		w.running, w.cancel = 0, nil
+		w.mu.Unlock()
+		cancel()
+	}
+}
+
 // rowsFrameBytes is about how much of a result is sent at once.
 const rowsFrameBytes = 64 << 10
 
@@ -204,19 +226,8 @@ const rowsFrameBytes = 64 << 10
 // cancel is one). The engine reads as it needs; the pipe holds the worker
 // back. Only a failure to write is returned: the engine is gone.
 func (w *workerServer) query(n uint64, stmt workerStatement) error {
-	ctx, cancel := context.WithCancel(w.ctx)
-	w.mu.Lock()
-	w.running, w.cancel = n, cancel
-	if w.canceled >= n {
-		cancel()
-	}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		w.running, w.cancel = 0, nil
-		w.mu.Unlock()
-		cancel()
-	}()
+	ctx, done := w.started(n)
+	defer done()
 	args := make([]any, len(stmt.Args))
 	for i, a := range stmt.Args {
 		args[i] = a

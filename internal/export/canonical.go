@@ -21,12 +21,7 @@ type canonicalWriter struct {
 }
 
 func (c *canonicalWriter) Write(dataset string, sl *model.Storyline) error {
-	sid := sl.Run.SessionID
-	c.used[sid]++
-	if n := c.used[sid]; n > 1 {
-		sid = fmt.Sprintf("%s#%d", sid, n)
-	}
-	evs, err := CanonicalEvents(dataset, sl, sid)
+	evs, err := CanonicalEvents(dataset, sl, exportedSession(c.used, sl.Run.SessionID))
 	if err != nil {
 		return err
 	}
@@ -40,6 +35,17 @@ func (c *canonicalWriter) Write(dataset string, sl *model.Storyline) error {
 		}
 	}
 	return nil
+}
+
+// exportedSession is the session_id a Storyline's events get: its own, or
+// for the nth Storyline of an export with that id "<id>#<n>" (used counts
+// them).
+func exportedSession(used map[string]int, sid string) string {
+	used[sid]++
+	if n := used[sid]; n > 1 {
+		return fmt.Sprintf("%s#%d", sid, n)
+	}
+	return sid
 }
 
 // epoch stands in for a timestamp when a Storyline records none: the wire

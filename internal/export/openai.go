@@ -44,6 +44,11 @@ var roles = map[string]string{
 // result (terminus-style command output) follows as a user message. Roles
 // other than system/user/assistant/tool are written as user.
 func OpenAIMessages(sl *model.Storyline) ([]byte, error) {
+	return jsonx.Marshal(openAIChat(sl))
+}
+
+// openAIChat is a Storyline as chat-completions messages (OpenAIMessages).
+func openAIChat(sl *model.Storyline) chatLine {
 	calls, carriers := callsByStep(sl), resultCarriers(sl)
 	line := chatLine{Messages: []chatMessage{}}
 	for i := range sl.Steps {
@@ -74,7 +79,7 @@ func OpenAIMessages(sl *model.Storyline) ([]byte, error) {
 			line.Messages = append(line.Messages, chatMessage{Role: "user", Content: textJSON(*st.Observation)})
 		}
 	}
-	return jsonx.Marshal(line)
+	return line
 }
 
 // chatContent is the message content: multimodal parts as their array,

@@ -69,6 +69,12 @@ func (g *Generation) Stream(ctx context.Context, sql string, opts engine.QueryOp
 	return g.engine.Stream(ctx, sql, opts)
 }
 
+// StreamArrow runs one read-only statement whose result comes as Arrow
+// record batches (engine.Engine.StreamArrow).
+func (g *Generation) StreamArrow(ctx context.Context, sql string, opts engine.QueryOptions) (*engine.ArrowRows, error) {
+	return g.engine.StreamArrow(ctx, sql, opts)
+}
+
 // Route decides the source routing of an analyzed statement with the
 // generation's index, building the layers it needs on first use.
 func (g *Generation) Route(ctx context.Context, an *query.Analysis) route.Decision {

@@ -27,11 +27,14 @@ func FuzzParseQueryRequest(f *testing.F) {
 		`{"sql":"SELECT 1","max_rows":1e999}`,
 		`[]`, `null`, ``,
 	} {
-		f.Add([]byte(seed), "")
+		f.Add([]byte(seed), "", "")
 	}
-	f.Add([]byte(`{"sql":"SELECT 1"}`), "text/csv")
-	f.Fuzz(func(t *testing.T, body []byte, accept string) {
-		q, err := parseQueryRequest(body, accept)
+	f.Add([]byte(`{"sql":"SELECT 1"}`), "", "text/csv")
+	f.Add([]byte(`{"sql":"SELECT 1"}`), "parquet", "")
+	f.Add([]byte(`{"sql":"SELECT 1"}`), "", "application/vnd.apache.arrow.stream")
+	f.Add([]byte(`{"sql":"SELECT 1"}`), "xml", "")
+	f.Fuzz(func(t *testing.T, body []byte, urlFormat, accept string) {
+		q, err := parseQueryRequest(body, urlFormat, accept)
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) || ae.status < 400 || ae.status > 499 || ae.code == "" {
@@ -43,12 +46,12 @@ func FuzzParseQueryRequest(f *testing.F) {
 			t.Fatalf("accepted %+v", q)
 		}
 		switch q.Format {
-		case "json", "csv", "ndjson":
+		case "json", "csv", "ndjson", fmtArrow, fmtParquet:
 		default:
 			t.Fatalf("accepted format %q", q.Format)
 		}
 		again, _ := json.Marshal(q)
-		q2, err := parseQueryRequest(again, "")
+		q2, err := parseQueryRequest(again, "", "")
 		if err != nil || q2.SQL != q.SQL || q2.Format != q.Format || q2.MaxRows != q.MaxRows || q2.TimeoutMS != q.TimeoutMS {
 			t.Fatalf("%s decodes to %+v, %v; want %+v", again, q2, err, q)
 		}

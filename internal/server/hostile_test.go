@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,19 +16,7 @@ import (
 // post sends body as it is, bytes and all.
 func (ts *testServer) post(path string, body []byte, headers ...string) response {
 	ts.t.Helper()
-	req, err := http.NewRequest("POST", ts.url+path, bytes.NewReader(body))
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	res, b := ts.postRaw(path, string(body), headers...)
 	r := response{status: res.StatusCode, header: res.Header, body: b}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		r.json = map[string]any{}

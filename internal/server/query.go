@@ -24,7 +24,8 @@ type queryRequest struct {
 	MaxRows int64 `json:"max_rows"`
 	// TimeoutMS bounds the query's run time (the server's cap is the most).
 	TimeoutMS int64 `json:"timeout_ms"`
-	// Format is json (default), csv or ndjson; csv and ndjson stream.
+	// Format is json (default), csv, ndjson, arrow (an Arrow IPC stream) or
+	// parquet; all but json stream (query_columnar.go for the last two).
 	Format string `json:"format"`
 	// Routing false turns the source-routing index off for this query.
 	Routing *bool `json:"routing"`
@@ -39,15 +40,15 @@ func decodeQuery(r *http.Request) (*queryRequest, error) {
 	if err != nil {
 		return nil, badRequest("request body: %v", err)
 	}
-	return parseQueryRequest(body, r.Header.Get("Accept"))
+	return parseQueryRequest(body, r.URL.Query().Get("format"), r.Header.Get("Accept"))
 }
 
 // parseQueryRequest decodes a query request strictly: one JSON object of
 // known fields in valid UTF-8 and nothing after it, so that what runs is
 // exactly what the caller sent (the decoder would otherwise replace bad
-// bytes in sql with U+FFFD, and ignore a second object). accept picks the
-// format when the body names none.
-func parseQueryRequest(body []byte, accept string) (*queryRequest, error) {
+// bytes in sql with U+FFFD, and ignore a second object). When the body names
+// no format, the URL's format= (urlFormat) does, else the Accept header.
+func parseQueryRequest(body []byte, urlFormat, accept string) (*queryRequest, error) {
 	if len(body) > maxQueryBody {
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
 			msg: fmt.Sprintf("request body: larger than %d bytes", maxQueryBody)}
@@ -72,7 +73,12 @@ func parseQueryRequest(body []byte, accept string) (*queryRequest, error) {
 		return nil, badRequest("request body: max_rows and timeout_ms must not be negative")
 	}
 	if q.Format == "" {
+		q.Format = urlFormat
+	}
+	if q.Format == "" {
 		switch {
+		case acceptsColumnar(accept) != "":
+			q.Format = acceptsColumnar(accept)
 		case strings.Contains(accept, "text/csv"):
 			q.Format = "csv"
 		case strings.Contains(accept, "application/x-ndjson"):
@@ -82,9 +88,9 @@ func parseQueryRequest(body []byte, accept string) (*queryRequest, error) {
 		}
 	}
 	switch q.Format {
-	case "json", "csv", "ndjson":
+	case "json", "csv", "ndjson", fmtArrow, fmtParquet:
 	default:
-		return nil, badRequest("request body: format %q: want json, csv or ndjson", q.Format)
+		return nil, badRequest("request body: format %q: want json, csv, ndjson, arrow or parquet", q.Format)
 	}
 	return &q, nil
 }
@@ -145,6 +151,9 @@ func (s *Server) runQuery(w http.ResponseWriter, r *http.Request, g Generation, 
 		if d.Outcome == route.Applied {
 			opts.Restrict = d.Restrict
 		}
+	}
+	if q.Format == fmtArrow || q.Format == fmtParquet {
+		return s.streamColumnar(w, r, g, q.SQL, opts, q.Format, http.Header{"X-Source-Routing": {routing.Outcome}}, start)
 	}
 	rows, err := g.Stream(r.Context(), q.SQL, opts)
 	if err != nil {

@@ -274,8 +274,15 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, g Generation) erro
 	if f.desc {
 		dir = "DESC"
 	}
-	sql := fmt.Sprintf("SELECT dataset, _file_, session_id FROM %s%s ORDER BY _sort_ %s NULLS LAST, dataset, _file_, session_id LIMIT %d",
+	sql := fmt.Sprintf("SELECT dataset, _file_, session_id, _sort_ FROM %s%s ORDER BY _sort_ %s NULLS LAST, dataset, _file_, session_id LIMIT %d",
 		f.from(cols), whereClause(where), dir, f.limit+1)
+	as, err := listFormat(r)
+	if err != nil {
+		return err
+	}
+	if as != "" {
+		return s.runsColumnar(w, r, g, f, cols, sql, sig, as)
+	}
 	out, err := s.pageRows(r.Context(), g, f, cols, sql)
 	if err != nil {
 		return err
@@ -301,41 +308,23 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, g Generation) erro
 }
 
 // pageRows picks a page on the identities alone (pageSQL selects dataset,
-// _file_, session_id in page order), then reads those runs whole: a top-N
+// _file_, session_id and the sort value in page order), then reads those runs whole: a top-N
 // over every column of 100,000 runs costs about ten times the top-N over
 // the identity and the sort key (docs/performance.md, Web Explorer).
 func (s *Server) pageRows(ctx context.Context, g Generation, f *runFilter, cols []string, pageSQL string) ([]map[string]any, error) {
-	opts := engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout}
-	keys, err := g.Stream(ctx, pageSQL, opts)
-	if err != nil {
+	order, _, err := s.pageKeys(ctx, g, pageSQL)
+	if err != nil || len(order) == 0 {
 		return nil, err
 	}
-	defer keys.Close()
-	type key struct{ dataset, file, session string }
-	var order []key
-	files, sessions := map[string]bool{}, map[string]bool{}
-	for keys.Next() {
-		v := keys.Values()
-		k := key{v[0].(string), v[1].(string), v[2].(string)}
-		order = append(order, k)
-		files[k.file], sessions[k.session] = true, true
-	}
-	if err := keys.Err(); err != nil {
-		return nil, err
-	}
-	keys.Close()
-	if len(order) == 0 {
-		return nil, nil
-	}
-	rows, err := g.Stream(ctx, "SELECT * FROM "+f.from(cols)+" WHERE _file_ IN ("+literals(setKeys(files))+") AND session_id IN ("+literals(setKeys(sessions))+")", opts)
+	rows, err := g.Stream(ctx, "SELECT * FROM "+f.from(cols)+" WHERE "+keysFilter(order), engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	byKey := make(map[key]map[string]any, len(order))
+	byKey := make(map[runKey]map[string]any, len(order))
 	for rows.Next() {
 		m := runObject(rows.Columns, rows.Values())
-		byKey[key{m["dataset"].(string), m["_file_"].(string), m["session_id"].(string)}] = m
+		byKey[runKey{m["dataset"].(string), m["_file_"].(string), m["session_id"].(string)}] = m
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -349,6 +338,37 @@ func (s *Server) pageRows(ctx context.Context, g Generation, f *runFilter, cols 
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// runKey identifies a run of the run list.
+type runKey struct{ dataset, file, session string }
+
+// pageKeys reads the identities of a page's runs, in page order, and their
+// sort values.
+func (s *Server) pageKeys(ctx context.Context, g Generation, pageSQL string) ([]runKey, []any, error) {
+	keys, err := g.Stream(ctx, pageSQL, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer keys.Close()
+	var order []runKey
+	var sorts []any
+	for keys.Next() {
+		v := keys.Values()
+		order, sorts = append(order, runKey{v[0].(string), v[1].(string), v[2].(string)}), append(sorts, v[3])
+	}
+	return order, sorts, keys.Err()
+}
+
+// keysFilter narrows a run list's relation to the runs of keys: by _file_
+// and session_id, which pruning and routing understand (a superset of the
+// keys, as each pairs with the other's values).
+func keysFilter(keys []runKey) string {
+	files, sessions := map[string]bool{}, map[string]bool{}
+	for _, k := range keys {
+		files[k.file], sessions[k.session] = true, true
+	}
+	return "_file_ IN (" + literals(setKeys(files)) + ") AND session_id IN (" + literals(setKeys(sessions)) + ")"
 }
 
 func setKeys(m map[string]bool) []string {

@@ -43,6 +43,7 @@ type Generation interface {
 	Limits() engine.Limits
 	Analyze(ctx context.Context, sql string) (*query.Analysis, error)
 	Stream(ctx context.Context, sql string, opts engine.QueryOptions) (*engine.Rows, error)
+	StreamArrow(ctx context.Context, sql string, opts engine.QueryOptions) (*engine.ArrowRows, error)
 	Route(ctx context.Context, an *query.Analysis) route.Decision
 	Acceleration() (built, failed []route.LayerState)
 	Memo(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error)

@@ -24,7 +24,7 @@ extern char **environ;
 // The worker's environment variable and protocol version: spawn.Env and
 // spawn.Version (TestConstructorSpeaksTheEngineProtocol).
 #define EARLY_WORKER_ENV "PCHRONICLE_ENGINE_WORKER"
-#define EARLY_WORKER_VERSION "5"
+#define EARLY_WORKER_VERSION "6"
 
 // What the constructor started: the worker's pid, and the parent's ends of
 // its standard input, output and error; -1 when it started none.

@@ -23,7 +23,7 @@ const Env = "PCHRONICLE_ENGINE_WORKER"
 
 // Version changes whenever the frames between the engine and its workers
 // change.
-const Version = 5
+const Version = 6
 
 // A Process is a started worker and the parent's ends of its pipes.
 type Process struct {

@@ -15,9 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
-	"strconv"
 	"testing"
 	"time"
 

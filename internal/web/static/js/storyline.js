@@ -118,6 +118,7 @@ class StorylineView {
     countPromise.then((n) => {
       if (this.aborter.signal.aborted) return;
       this.list.setCount(n);
+      this.list.scroller.dataset.rows = String(n);
       if (step !== null && step !== '' && n > 0) this.select(Math.max(0, Math.min(n - 1, +step)), true);
       if (find) { this.findInput.value = find; this.find(find, step === null); }
     }, (e) => this.app.notice('Could not count the steps: ' + e.message, { error: true }));
@@ -325,6 +326,9 @@ class StorylineView {
       s.results_of.length ? h('h3', null, 'Results of earlier calls (' + s.results_of.length + ')') : null,
       s.results_of.map((c) => this.callBox(c, s, q, true)),
       s.extra ? h('details', null, h('summary', null, 'extra'), h('pre', { class: 'body-text' }, pretty(s.extra))) : null);
+    if (!s.message && !s.reasoning && !s.observation && !s.calls.length && !s.results_of.length) {
+      this.detail.appendChild(h('p', { class: 'muted empty-note' }, 'This step records no message, reasoning, observation or tool call.'));
+    }
   }
 
   // body shows one text cut to a preview, with its true size, Load all and
@@ -366,18 +370,23 @@ class StorylineView {
       h('span', { class: 'muted mono' }, 'id ' + (c.tool_call_id || '—')),
       h('span', { class: 'chip ' + statusClass(c) }, c.result_status), h('span', { class: 'muted' }, 'paired by ' + c.result_link));
     box.appendChild(title);
-    if (orphanResult) box.appendChild(h('div', { class: 'size-note' }, 'orphan: this result has no call in the file'));
-    if (noResult) box.appendChild(h('div', { class: 'size-note' }, 'orphan: no result was recorded for this call'));
+    if (orphanResult) box.appendChild(h('div', { class: 'size-note orphan-note' }, 'orphan: this result has no call in the file'));
+    // A call the run ended on (a final finish, a step stopped by a limit, a
+    // cut-off run) has no result: the note stands in for it.
+    if (noResult || (!c.result && !orphanResult)) box.appendChild(h('div', { class: 'size-note orphan-note' }, 'orphan: no result was recorded for this call'));
     if (isResultHere && !orphanResult) {
       box.appendChild(h('div', { class: 'links' }, btn('← the call, step ' + (this.byId.has(c.step_id) ? this.byId.get(c.step_id) : '?'), 'go to the step that made this call', () => this.goToStepId(c.step_id, s.step_index, -1), 'goto-call')));
     }
     if (!isResultHere) {
-      if (!orphanResult) box.appendChild(this.body('arguments', 'Arguments' + (c.arguments_valid ? '' : ' (not valid JSON)'), c.arguments, s, q, c.call_index));
+      if (!orphanResult) {
+        add(box, c.arguments ? this.body('arguments', 'Arguments' + (c.arguments_valid ? '' : ' (not valid JSON)'), c.arguments, s, q, c.call_index)
+          : h('div', { class: 'size-note' }, 'no arguments were recorded'));
+      }
       if (c.result_step_id && c.result_step_id !== s.step_id) {
         box.appendChild(h('div', { class: 'links' }, btn('→ result in step ' + (this.byId.has(c.result_step_id) ? this.byId.get(c.result_step_id) : 'later'), 'go to the step that carries the result', () => this.goToStepId(c.result_step_id, s.step_index, 1), 'goto-result')));
       }
     }
-    box.appendChild(this.body('result', 'Result', c.result, s, q, c.call_index));
+    add(box, this.body('result', 'Result', c.result, s, q, c.call_index));
     return box;
   }
 

@@ -1,0 +1,225 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// viewConfig is one window size and theme the samples are read in.
+type viewConfig struct {
+	name          string
+	width, height int64
+	theme         string
+	every         bool // every Storyline, else the first of each file
+}
+
+// sampleConfigs cover the two window sizes in both themes. Every Storyline
+// is opened in two of them; the other two open the first Storyline of each
+// file, which holds the run time of the package to a few minutes.
+var sampleConfigs = []viewConfig{
+	{"1400x900-light", 1400, 900, "light", true},
+	{"1024x700-dark", 1024, 700, "dark", false},
+	{"1400x900-dark", 1400, 900, "dark", false},
+	{"1024x700-light", 1024, 700, "light", false},
+}
+
+// sampleRun is a run of the samples Dataset as GET /api/runs lists it.
+type sampleRun struct {
+	File         string `json:"_file_"`
+	SessionID    string `json:"session_id"`
+	SourceFormat string `json:"source_format"`
+}
+
+// TestExplorerSamples opens every Storyline of every file in the shared
+// samples, selects its first and its last step, and fails on an uncaught
+// exception or console error, on a detail pane that shows nothing (a tool
+// call must show its result or the orphan note), and on boxes that overlap
+// or push the page sideways.
+func TestExplorerSamples(t *testing.T) {
+	needChromium(t)
+	s := serve(t, "samples="+testutil.SamplesDir(t))
+	runs := listRuns(t, s.url, "samples")
+	if len(runs) < 100 {
+		t.Fatalf("the samples Dataset lists %d runs; want every sample file's runs", len(runs))
+	}
+	ctx := browser(t, 1400, 900)
+	console := watchConsole(t, ctx)
+	p := &page{t: t, ctx: ctx, url: s.url}
+	p.open("/runs?dataset=samples")
+	p.until("the Explorer", `document.querySelector('#runs-table')`)
+
+	for _, cfg := range sampleConfigs {
+		t.Run(cfg.name, func(t *testing.T) {
+			p.t = t
+			run(t, ctx, "window and theme", chromedp.EmulateViewport(cfg.width, cfg.height),
+				js(`localStorage.setItem('pchronicle.theme', '`+cfg.theme+`'); document.documentElement.dataset.theme = '`+cfg.theme+`'`))
+			seenFile, seenFormat := map[string]bool{}, map[string]bool{}
+			start, opened := time.Now(), 0
+			for _, r := range runs {
+				first := !seenFile[r.File]
+				seenFile[r.File] = true
+				if !cfg.every && !first {
+					continue
+				}
+				opened++
+				var res storylineCheck
+				p.eval(`(`+checkStorylineJS+`)(`+jsonString(storylinePath("samples", r.File, r.SessionID, "step", "0"))+`)`, &res)
+				for _, m := range console.take() {
+					res.Problems = append(res.Problems, "console: "+m)
+				}
+				if len(res.Problems) > 0 {
+					p.shot("samples-failed-" + cfg.name + "-" + safe(r.File+"-"+r.SessionID))
+					t.Errorf("%s · %s (%s), %d steps:\n  %s", r.File, r.SessionID, r.SourceFormat, res.Rows, strings.Join(res.Problems, "\n  "))
+				}
+				if !seenFormat[r.SourceFormat] {
+					seenFormat[r.SourceFormat] = true
+					p.shot("samples-" + cfg.name + "-" + safe(r.SourceFormat))
+				}
+			}
+			t.Logf("%d Storylines of %d files in %v", opened, len(seenFile), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// storylineCheck is what checkStorylineJS reports of one Storyline.
+type storylineCheck struct {
+	Rows     int      `json:"rows"`
+	Problems []string `json:"problems"`
+}
+
+// checkStorylineJS opens a Storyline in the page (as a link does), waits
+// for its first step's detail, checks it, selects the last step with G and
+// checks that. It reports what is wrong, not a pass.
+const checkStorylineJS = `async (path) => {
+  const problems = [];
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const until = async (what, cond, ms = 20000) => {
+    const t0 = performance.now();
+    for (;;) {
+      try { if (cond()) return true; } catch (e) { /* not there yet */ }
+      if (performance.now() - t0 > ms) { problems.push('timed out waiting for ' + what); return false; }
+      await sleep(15);
+    }
+  };
+  window.__pc.errors = [];
+  history.pushState(null, '', path);
+  dispatchEvent(new PopStateEvent('popstate'));
+  const rows = () => document.querySelector('#timeline') && document.querySelector('#timeline').dataset.rows;
+  if (!await until('the step count', () => rows() != null || document.querySelector('#view .error-box'))) return { rows: -1, problems };
+  const err = document.querySelector('#view .error-box');
+  if (err) return { rows: -1, problems: ['error: ' + err.textContent] };
+  const n = +rows();
+  const detail = () => document.querySelector('#step-detail');
+  const overlaps = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  const check = (i) => {
+    const d = detail();
+    if (!d.querySelector('h2')) problems.push('step ' + i + ': the detail has no heading');
+    if (!d.querySelector('.body, .call, .empty-note')) problems.push('step ' + i + ': the detail shows nothing: ' + JSON.stringify(d.textContent.slice(0, 200)));
+    d.querySelectorAll('.call').forEach((c, k) => {
+      if (!c.querySelector('pre[data-field=result], .orphan-note')) problems.push('step ' + i + ': tool call ' + k + ' shows neither its result nor the orphan note');
+    });
+    const tl = document.querySelector('#timeline').getBoundingClientRect(), dr = d.getBoundingClientRect();
+    if (tl.width < 200 || dr.width < 200) problems.push('step ' + i + ': a column is squeezed: timeline ' + tl.width + ' px, detail ' + dr.width + ' px');
+    if (overlaps(tl, dr)) problems.push('step ' + i + ': the timeline and the detail overlap');
+    if (dr.right > innerWidth + 0.5) problems.push('step ' + i + ': the detail ends past the window (' + dr.right + ' > ' + innerWidth + ')');
+    if (d.scrollWidth > d.clientWidth + 1) problems.push('step ' + i + ': the detail scrolls sideways (' + d.scrollWidth + ' > ' + d.clientWidth + ')');
+    const head = document.querySelector('.story-head');
+    if (head.scrollWidth > head.clientWidth + 1) problems.push('the header scrolls sideways (' + head.scrollWidth + ' > ' + head.clientWidth + ')');
+    if (document.scrollingElement.scrollWidth > innerWidth + 1) problems.push('the page scrolls sideways');
+    const cards = [...document.querySelectorAll('.story-head .card')].map((c) => c.getBoundingClientRect());
+    for (let x = 0; x < cards.length; x++) for (let y = x + 1; y < cards.length; y++) if (overlaps(cards[x], cards[y])) problems.push('header cards ' + x + ' and ' + y + ' overlap');
+  };
+  if (n === 0) {
+    if (!detail().textContent.trim()) problems.push('a Storyline without steps shows an empty detail');
+  } else {
+    if (await until('step 0', () => detail().dataset.step === '0' && !detail().textContent.startsWith('Loading'))) check(0);
+    document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'G', bubbles: true }));
+    const last = String(n - 1);
+    if (await until('the last step ' + last, () => detail().dataset.step === last && !detail().textContent.startsWith('Loading'))) check(n - 1);
+  }
+  await sleep(0);
+  for (const e of window.__pc.errors) problems.push('uncaught: ' + e);
+  return { rows: n, problems };
+}`
+
+// listRuns pages through every run of dataset, in the server's order.
+func listRuns(t *testing.T, base, dataset string) []sampleRun {
+	t.Helper()
+	var all []sampleRun
+	cursor := ""
+	for {
+		q := url.Values{"dataset": {dataset}, "limit": {"1000"}, "sort": {"_file_"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		res, err := http.Get(base + "/api/runs?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Runs       []sampleRun `json:"runs"`
+			NextCursor string      `json:"next_cursor"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&page)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("GET /api/runs: %d %v", res.StatusCode, err)
+		}
+		all = append(all, page.Runs...)
+		if page.NextCursor == "" {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// consoleWatch collects the console errors and uncaught exceptions of a
+// tab, as DevTools reports them.
+type consoleWatch struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func watchConsole(t *testing.T, ctx context.Context) *consoleWatch {
+	t.Helper()
+	w := &consoleWatch{}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				w.mu.Lock()
+				w.msgs = append(w.msgs, fmt.Sprintf("%s %s (%s:%d)", m.Type, m.Text, m.URL, m.Line))
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// take returns the messages so far and forgets them.
+func (w *consoleWatch) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.msgs
+	w.msgs = nil
+	return m
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -203,3 +203,39 @@ func manyRuns(add func(*model.Storyline), file string, n int) {
 		add(sl)
 	}
 }
+
+// readableFile's name hides a right-to-left override: shown raw,
+// "notes‮fdp.trajectory.json" reads as "notesnosj.yrotcejart.pdf".
+const readableFile = "notes\u202efdp.trajectory.json"
+
+// tinyPNG is a 1×1 PNG, as a message's inline image carries it.
+const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// readableATIF has what a transcript must make readable: Markdown with raw
+// HTML and an inline image, ANSI colors and invisible characters in a
+// result, and a final call that never got a result and has no arguments.
+var readableATIF = `{
+  "schema_version": "ATIF-v1.6",
+  "session_id": "readable",
+  "agent": {"name": "reader"},
+  "steps": [
+    {"step_id": 1, "timestamp": "2026-03-04T10:00:00Z", "source": "user",
+     "message": "# Plan\n\nRun **the tests** and ` + "`go vet`" + `:\n\n` + "```go\\nfunc main() {}\\n```" + `\n\n- first\n- second\n\n<b>raw html</b> stays text. ![chart](data:image/png;base64,` + tinyPNG + `)"},
+    {"step_id": 2, "timestamp": "2026-03-04T10:00:01Z", "source": "agent", "message": "Running them.",
+     "tool_calls": [{"tool_call_id": "t1", "function_name": "bash", "arguments": {"cmd": "go test"}}],
+     "observation": {"results": [{"source_call_id": "t1", "content": "\u001b[31mFAIL\u001b[0m in report\u202efdp.jsonl"}]}},
+    {"step_id": 3, "timestamp": "2026-03-04T10:00:02Z", "source": "agent", "message": "Giving up.",
+     "tool_calls": [{"tool_call_id": "t2", "function_name": "finish", "arguments": null}]}
+  ]
+}`
+
+// craftedDataset is a Dataset of the trajectories above that the samples
+// lack.
+func craftedDataset(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := writeFile(filepath.Join(dir, readableFile), []byte(readableATIF)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -175,7 +175,7 @@ func TestExplorer(t *testing.T) {
 		p.open(storylinePath("ex", "big/payload.trajectory.json", "payload", "step", "0"))
 		p.until("a preview with the true size", `document.querySelector('#step-detail').dataset.step === '0' &&
 			document.querySelector('#step-detail .size-note').textContent.startsWith('showing the first 20,000 characters of 293 KB')`)
-		if n := p.str(`String(document.querySelector('#step-detail pre[data-field=message]').textContent.length)`); n != "20000" {
+		if n := p.str(`String(document.querySelector('#step-detail [data-field=message]').textContent.length)`); n != "20000" {
 			t.Fatalf("preview of %s characters", n)
 		}
 		// Download fetches the whole body as text, Load all shows it.
@@ -189,8 +189,8 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("download of the message: %+v", got)
 		}
 		p.clickX("//button[text()='Load all']")
-		p.until("the whole message", `document.querySelector('#step-detail pre[data-field=message]').textContent.length === `+fmt.Sprint(len(payloadMessage))+` &&
-			document.querySelector('#step-detail pre[data-field=message]').textContent.endsWith('THE-END')`)
+		p.until("the whole message", `document.querySelector('#step-detail [data-field=message]').textContent.length === `+fmt.Sprint(len(payloadMessage))+` &&
+			document.querySelector('#step-detail [data-field=message]').textContent.endsWith('THE-END')`)
 		// The Storyline downloads in each export format.
 		for _, as := range []string{"atif", "openai", "canonical"} {
 			p.eval(`fetch([...document.querySelectorAll('a.download')].find(a => a.href.includes('as=`+as+`')).href).then(async r => ({status: r.status, size: (await r.text()).length, disp: r.headers.get('Content-Disposition')}))`, &got)
@@ -215,7 +215,7 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open(storylinePath("ex", "cont/part1.trajectory.json", "cont-run"))
 		p.until("the link", `[...document.querySelectorAll('#story-links a')].some(a => a.textContent === 'part2.trajectory.json')`)
-		p.clickX("//div[@id='story-links']//a[text()='part2.trajectory.json']")
+		p.clickX("//div[@id='story-links']//a[.='part2.trajectory.json']")
 		p.until("the next segment", `decodeURIComponent(location.search).includes('file=cont/part2.trajectory.json') &&
 			(document.querySelector('#step-row-0') || {}).textContent?.includes('segment 2')`)
 	})

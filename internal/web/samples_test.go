@@ -48,7 +48,7 @@ type sampleRun struct {
 // or push the page sideways.
 func TestExplorerSamples(t *testing.T) {
 	needChromium(t)
-	s := serve(t, "samples="+testutil.SamplesDir(t))
+	s := serve(t, "samples="+testutil.SamplesDir(t), "crafted="+craftedDataset(t))
 	runs := listRuns(t, s.url, "samples")
 	if len(runs) < 100 {
 		t.Fatalf("the samples Dataset lists %d runs; want every sample file's runs", len(runs))
@@ -58,6 +58,47 @@ func TestExplorerSamples(t *testing.T) {
 	p := &page{t: t, ctx: ctx, url: s.url}
 	p.open("/runs?dataset=samples")
 	p.until("the Explorer", `document.querySelector('#runs-table')`)
+
+	t.Run("transcripts", func(t *testing.T) {
+		p.t = t
+		p.open(storylinePath("crafted", readableFile, "readable", "step", "0"))
+		p.until("step 0", `document.querySelector('#step-detail').dataset.step === '0'`)
+		var md struct {
+			Heading, Strong, Code, Block, Text, Image, Title string
+			Items                                            int
+		}
+		p.eval(`(() => { const m = document.querySelector('#step-detail [data-field=message]'); const q = (s) => (m.querySelector(s) || {}).textContent || '';
+			return { heading: q('.md-h1'), strong: q('strong'), code: q('code.md-inline'), block: q('pre.md-code'), items: m.querySelectorAll('li').length,
+				text: m.textContent, image: q('.image-ph'), title: document.querySelector('.story-head h1').textContent }; })()`, &md)
+		if md.Heading != "Plan" || md.Strong != "the tests" || md.Code != "go vet" || md.Block != "func main() {}" || md.Items != 2 {
+			t.Errorf("Markdown not rendered: %+v", md)
+		}
+		if !strings.Contains(md.Text, "<b>raw html</b> stays text.") {
+			t.Errorf("raw HTML in a message must stay text: %q", md.Text)
+		}
+		if !strings.Contains(md.Image, "image/png") || !strings.Contains(md.Image, "70 B") || strings.Contains(md.Text, tinyPNG) {
+			t.Errorf("inline image placeholder: %q (message %q)", md.Image, md.Text)
+		}
+		if !strings.Contains(md.Title, "notes⟨RLO⟩fdp.trajectory.json") {
+			t.Errorf("the file name's right-to-left override is not made visible: %q", md.Title)
+		}
+		p.shot("transcript-markdown")
+		p.click("#step-row-1")
+		p.until("step 1", `document.querySelector('#step-detail').dataset.step === '1'`)
+		if got := p.str(`document.querySelector('#step-detail pre[data-field=result]').textContent`); got != "FAIL in report⟨RLO⟩fdp.jsonl" {
+			t.Errorf("result with ANSI colors and an RLO shows %q", got)
+		}
+		p.click("#step-row-2")
+		p.until("step 2", `document.querySelector('#step-detail').dataset.step === '2'`)
+		if got := p.str(`document.querySelector('#step-detail .call').textContent`); !strings.Contains(got, "orphan: no result was recorded for this call") || !strings.Contains(got, "no arguments were recorded") {
+			t.Errorf("the final call without result or arguments shows %q", got)
+		}
+		p.shot("transcript-orphan")
+		checkNothingRan(t, p)
+		if m := console.take(); len(m) > 0 {
+			t.Errorf("console: %v", m)
+		}
+	})
 
 	for _, cfg := range sampleConfigs {
 		t.Run(cfg.name, func(t *testing.T) {

@@ -4,9 +4,10 @@
 // visible rows cost; the selected step's detail pairs each tool call with
 // its result by id. Find runs on the server. URL: step=, find=.
 import * as api from './api.js';
-import { h, add, clear, highlight, download } from './dom.js';
+import { h, add, clear, download } from './dom.js';
 import { int, usd, duration, time, bytes } from './fmt.js';
 import { errorBox } from './ui.js';
+import { markdown, plain, visible, label, stripAnsi } from './text.js';
 import { VirtualList } from './vlist.js';
 
 export const title = 'Storyline';
@@ -145,10 +146,10 @@ class StorylineView {
       });
       return a;
     };
-    const linkTo = (k, label) => (k ? h('a', { href: app.storylineHref(k), 'data-nav': true }, label) : h('span', { class: 'muted' }, label + ' (not in this Snapshot)'));
+    const linkTo = (k, text) => (k ? h('a', { href: app.storylineHref(k), 'data-nav': true }, label(text)) : h('span', { class: 'muted' }, label(text), ' (not in this Snapshot)'));
     const subs = links.subagents || [];
     const head = h('div', { class: 'story-head' },
-      h('h1', null, run.agent_name || 'Storyline', ' ', h('span', { class: 'muted mono' }, this.key._file_ + ' · ' + this.key.session_id)),
+      h('h1', null, label(run.agent_name || 'Storyline'), ' ', h('span', { class: 'muted mono' }, label(this.key._file_), ' · ', label(this.key.session_id))),
       h('div', { class: 'cards' },
         card('steps', int(run.step_count)), card('tool calls', int(run.tool_call_count)),
         card('prompt tokens', int(run.prompt_tokens)), card('completion tokens', int(run.completion_tokens)),
@@ -171,9 +172,9 @@ class StorylineView {
     const rows = agents.map((a) => {
       const me = a.key.session_id === this.key.session_id;
       return h('tr', { 'aria-current': me ? 'true' : null },
-        h('td', null, me ? h('strong', null, a.agent_name || a.key.session_id) : h('a', { href: this.app.storylineHref(a.key), 'data-nav': true, class: 'agent-link' }, a.agent_name || a.key.session_id),
+        h('td', null, me ? h('strong', null, label(a.agent_name || a.key.session_id)) : h('a', { href: this.app.storylineHref(a.key), 'data-nav': true, class: 'agent-link' }, label(a.agent_name || a.key.session_id)),
           a.parent_session_id ? h('span', { class: 'muted' }, ' (subagent)') : null),
-        h('td', { class: 'mono cell' }, a.key.session_id),
+        h('td', { class: 'mono cell' }, label(a.key.session_id)),
         h('td', null, a.agent_model_name || '—'), h('td', null, a.status),
         h('td', { class: 'num' }, int(a.step_count)), h('td', { class: 'num' }, int(a.tool_call_count)),
         h('td', { class: 'num' }, int(a.prompt_tokens)), h('td', { class: 'num' }, int(a.completion_tokens)), h('td', { class: 'num' }, usd(a.cost_usd)));
@@ -274,7 +275,7 @@ class StorylineView {
         dt !== null ? h('span', { class: 'muted', title: 'since the previous step' }, '+' + duration(dt)) : null,
         s.prompt_tokens !== null || s.completion_tokens !== null ? h('span', { title: 'prompt / completion tokens' }, '↑' + int(s.prompt_tokens) + ' ↓' + int(s.completion_tokens)) : null,
         s.cost_usd !== null ? h('span', null, usd(s.cost_usd)) : null),
-      h('div', { class: 'l2' }, previewOf(s)),
+      h('div', { class: 'l2' }, visible(stripAnsi(previewOf(s)))),
       h('div', { class: 'l3' }, h('span', { class: 'chips' },
         s.calls.map((c) => h('span', { class: 'chip ' + statusClass(c) }, '⚙ ' + c.function_name + ' ' + statusMark(c))),
         s.results_of.map((c) => h('span', { class: 'chip ' + (c.result_link === 'orphan' ? 'warn' : '') }, (c.result_link === 'orphan' ? 'orphan result ' : '↩ ') + c.function_name)))));
@@ -333,10 +334,24 @@ class StorylineView {
 
   // body shows one text cut to a preview, with its true size, Load all and
   // Download. callIndex names a call's arguments or result.
-  body(field, label, t, s, q, callIndex) {
+  body(field, heading, t, s, q, callIndex) {
     if (!t) return null;
-    const pre = h('pre', { class: 'body-text', 'data-field': field }, highlight(field === 'arguments' && !t.truncated ? pretty(t.value) : t.value, q));
-    const out = h('div', { class: 'body' }, label ? h('h3', null, label) : null, pre);
+    // Messages and reasoning are Markdown; the rest is what a program
+    // printed or read, shown as it is.
+    const md = field === 'message' || field === 'reasoning';
+    // Arguments cut to a preview are not JSON: they show as they are.
+    const show = (v, whole) => (md ? markdown(v, q) : plain(field === 'arguments' && whole ? pretty(v) : v, q));
+    const pre = h(md ? 'div' : 'pre', { class: md ? 'body-md' : 'body-text', 'data-field': field }, show(t.value, !t.truncated));
+    if (md) {
+      const raw = h('button', { type: 'button', class: 'link raw-toggle', title: 'show the text as it is, without Markdown' }, 'raw');
+      raw.addEventListener('click', () => {
+        const now = pre.classList.toggle('raw');
+        raw.textContent = now ? 'formatted' : 'raw';
+        clear(pre).append(...(now ? plain(pre.dataset.full ?? t.value, q) : markdown(pre.dataset.full ?? t.value, q)));
+      });
+      heading = h('h3', null, heading || '', ' ', raw);
+    } else if (heading) heading = h('h3', null, heading);
+    const out = h('div', { class: 'body' }, heading, pre);
     if (t.truncated) {
       const note = h('div', { class: 'size-note' }, `showing the first ${int(t.value.length)} characters of ${bytes(t.bytes)}`);
       const dlHref = api.url('storyline/text', { ...this.params, step: s.step_index, field, call_index: callIndex });
@@ -345,7 +360,8 @@ class StorylineView {
           try {
             // The one body alone: the step's other bodies may be far bigger.
             const full = await (await api.blob('GET', dlHref)).text();
-            clear(pre).append(...highlight(field === 'arguments' ? pretty(full) : full, q));
+            if (md) pre.dataset.full = full;
+            clear(pre).append(...(pre.classList.contains('raw') ? plain(full, q) : show(full, true)));
             note.remove();
           } catch (e) { note.appendChild(errorBox(e)); }
         }));

@@ -18,6 +18,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/generation"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -486,4 +487,61 @@ func TestRoutingIndexIsPerGeneration(t *testing.T) {
 	if fmt.Sprint(r.json["rows"]) != "[[d0/f004.jsonl] [d0/x.jsonl]]" || r.json["source_routing"].(map[string]any)["sources"].(float64) != 2 {
 		t.Fatalf("after refresh: %s", r.body)
 	}
+}
+
+// TestStorylineAgentsFollowParentLinks: the agents of a Storyline are its
+// parent/child tree in the source, not every Storyline sharing its run_id
+// (the samples of an evaluation, the lines of a chat file).
+func TestStorylineAgentsFollowParentLinks(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"chats.jsonl": chat("s1", "m", 1) + "\n" + chat("s2", "m", 1) + "\n",
+		"team.trajectory.json": `{"schema_version": "ATIF-v1.7", "session_id": "team", "trajectory_id": "lead", "agent": {"name": "lead"},
+  "steps": [{"step_id": 1, "source": "user", "message": "go"},
+    {"step_id": 2, "source": "agent", "message": "delegating",
+     "tool_calls": [{"tool_call_id": "w", "function_name": "worker", "arguments": {}}],
+     "observation": {"results": [{"source_call_id": "w", "content": "ok", "subagent_trajectory_ref": [{"trajectory_id": "worker-1", "session_id": "team"}]}]}}],
+  "subagent_trajectories": [{"schema_version": "ATIF-v1.7", "session_id": "team", "trajectory_id": "worker-1", "agent": {"name": "worker"},
+    "steps": [{"step_id": 1, "source": "user", "message": "inspect"}]}]}`,
+	})
+	ts := start(t, true, positional(root))
+	agents := func(q string) []string {
+		t.Helper()
+		return agentIDs(t, ts, q)
+	}
+	// The samples of an Inspect evaluation share a run_id.
+	evals := start(t, true, positional(filepath.Join(testutil.SamplesDir(t), "inspect")))
+	if got := agentIDs(t, evals, "file=docent_intercode-ctf_gpt-4o_subset.eval&session_id=15/epoch-1"); !slices.Equal(got, []string{"15/epoch-1"}) {
+		t.Errorf("agents of an Inspect sample: %v, want only itself", got)
+	}
+	if got := agents("file=chats.jsonl&session_id=s1"); !slices.Equal(got, []string{"s1"}) {
+		t.Errorf("agents of a lone chat: %v, want only itself", got)
+	}
+	team := ts.get("/api/runs?sort=session_id").ok(t)
+	var sub string
+	for _, r := range team.json["runs"].([]any) {
+		if m := r.(map[string]any); m["parent_session_id"] == "team" {
+			sub = m["session_id"].(string)
+		}
+	}
+	if sub == "" {
+		t.Fatalf("no subagent run listed: %s", team.body)
+	}
+	want := []string{"team", sub}
+	if got := agents("file=team.trajectory.json&session_id=team"); !slices.Equal(got, want) {
+		t.Errorf("agents of the lead: %v, want %v", got, want)
+	}
+	if got := agents("file=team.trajectory.json&session_id=" + url.QueryEscape(sub)); !slices.Equal(got, want) {
+		t.Errorf("agents of the worker: %v, want %v", got, want)
+	}
+}
+
+// agentIDs are the session ids of GET /api/storyline's agents.
+func agentIDs(t *testing.T, ts *testServer, q string) []string {
+	t.Helper()
+	var ids []string
+	for _, a := range ts.get("/api/storyline?" + q).ok(t).json["agents"].([]any) {
+		ids = append(ids, a.(map[string]any)["key"].(map[string]any)["session_id"].(string))
+	}
+	return ids
 }

@@ -143,7 +143,14 @@ func (s *Server) fileLink(r *http.Request, g Generation, from engine.StorylineKe
 	return Link{Key: &engine.StorylineKey{Dataset: from.Dataset, File: target, SessionID: session}, Ref: raw}
 }
 
-// runGroup lists the Storylines of the run in the same source.
+// maxFamily bounds the runs of one source read to find a Storyline's
+// agents.
+const maxFamily = 10000
+
+// runGroup lists the agents of the run in the same source: the Storyline's
+// root (followed up its parent links) and every Storyline below it, root
+// first. It follows parent/child links, not run_id: the samples of an
+// evaluation share a run_id and are not each other's agents.
 func (s *Server) runGroup(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run) ([]agentRow, error) {
 	d, err := lookupDataset(g.Snapshot(), key.Dataset)
 	if err != nil {
@@ -160,29 +167,62 @@ func (s *Server) runGroup(r *http.Request, g Generation, key engine.StorylineKey
 		return []agentRow{self}, nil
 	}
 	sql := fmt.Sprintf(`SELECT session_id, parent_session_id, agent_name, agent_id, agent_model_name, step_count, tool_call_count,
-  prompt_tokens, completion_tokens, cost_usd, status FROM %s.runs WHERE _file_ = %s AND run_id = %s ORDER BY parent_session_id NULLS FIRST, session_id LIMIT 1000`,
-		engine.Ident(d.Mount.Alias), engine.Literal(key.File), engine.Literal(run.RunID))
+  prompt_tokens, completion_tokens, cost_usd, status FROM %s.runs WHERE _file_ = %s ORDER BY session_id LIMIT %d`,
+		engine.Ident(d.Mount.Alias), engine.Literal(key.File), maxFamily)
 	rows, err := g.Stream(r.Context(), sql, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []agentRow{}
+	var all []agentRow
 	for rows.Next() {
 		v := rows.Values()
-		a := agentRow{Key: engine.StorylineKey{Dataset: key.Dataset, File: key.File, SessionID: v[0].(string)},
+		all = append(all, agentRow{Key: engine.StorylineKey{Dataset: key.Dataset, File: key.File, SessionID: v[0].(string)},
 			ParentSessionID: strPtr(v[1]), AgentName: strPtr(v[2]), AgentID: strPtr(v[3]), Model: strPtr(v[4]),
 			StepCount: v[5].(int64), ToolCallCount: v[6].(int64), PromptTokens: intPtr(v[7]), CompletionTokens: intPtr(v[8]),
-			CostUSD: floatPtr(v[9]), Status: v[10].(string)}
-		out = append(out, a)
+			CostUSD: floatPtr(v[9]), Status: v[10].(string)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		out = append(out, self)
+	return family(all, self), nil
+}
+
+// family picks from the runs of one source the tree self belongs to: up
+// its parent links to the root, then every descendant, breadth first. A
+// parent outside the source (or a cycle) ends the walk up.
+func family(all []agentRow, self agentRow) []agentRow {
+	byID := make(map[string]int, len(all))
+	children := map[string][]int{}
+	for i, a := range all {
+		byID[a.Key.SessionID] = i
+		if a.ParentSessionID != nil {
+			children[*a.ParentSessionID] = append(children[*a.ParentSessionID], i)
+		}
 	}
-	return out, nil
+	root, seen := self, map[string]bool{self.Key.SessionID: true}
+	for root.ParentSessionID != nil {
+		i, ok := byID[*root.ParentSessionID]
+		if !ok || seen[all[i].Key.SessionID] {
+			break
+		}
+		seen[all[i].Key.SessionID] = true
+		root = all[i]
+	}
+	if i, ok := byID[root.Key.SessionID]; ok {
+		root = all[i]
+	}
+	out := []agentRow{root}
+	visited := map[string]bool{root.Key.SessionID: true}
+	for k := 0; k < len(out); k++ {
+		for _, i := range children[out[k].Key.SessionID] { // all is sorted by session_id
+			if id := all[i].Key.SessionID; !visited[id] {
+				visited[id] = true
+				out = append(out, all[i])
+			}
+		}
+	}
+	return out
 }
 
 func strPtr(v any) *string {

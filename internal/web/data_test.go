@@ -234,8 +234,30 @@ var readableATIF = `{
 func craftedDataset(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := writeFile(filepath.Join(dir, readableFile), []byte(readableATIF)); err != nil {
-		t.Fatal(err)
+	files := map[string]string{readableFile: readableATIF,
+		"diverge/a.trajectory.json": divergingATIF("a", "ls -la"), "diverge/b.trajectory.json": divergingATIF("b", "ls -la /tmp")}
+	for name, body := range files {
+		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
+}
+
+// divergeAt is the first step at which the two diverging runs differ:
+// past the first page of Compare's rows.
+const divergeAt = 600
+
+// divergingATIF is a 700-step run whose steps are the same in every copy
+// but step divergeAt, which runs cmd.
+func divergingATIF(session, cmd string) string {
+	steps := make([]string, 0, 700)
+	for i := 0; i < 700; i++ {
+		msg := fmt.Sprintf("step %d: reading the logs", i)
+		if i == divergeAt {
+			msg = "now running " + cmd + " to look"
+		}
+		steps = append(steps, fmt.Sprintf(`{"step_id": %d, "source": "agent", "message": %q}`, i+1, msg))
+	}
+	return fmt.Sprintf(`{"schema_version": "ATIF-v1.6", "session_id": %q, "agent": {"name": "long"}, "steps": [%s]}`, session, strings.Join(steps, ","))
 }

@@ -278,7 +278,20 @@ func TestExplorer(t *testing.T) {
 		if !strings.Contains(p.location(), "a_session_id=line-") || !strings.Contains(p.location(), "b_session_id=line-") {
 			t.Fatalf("the compare pair is not in the URL: %s", p.location())
 		}
+		// The changed row shows its words that differ; the detail of the
+		// selected row (the first divergence) too.
+		p.until("the difference of the first divergence", `document.querySelector('#compare-detail').dataset.row === '1' && document.querySelector('#compare-detail ins, #compare-detail del')`)
+		if got := p.str(`String(document.querySelectorAll('#compare-rows .cmp-row.changed ins, #compare-rows .cmp-row.changed del').length > 0)`); got != "true" {
+			t.Fatalf("a changed row marks no word")
+		}
+		// Next change skips the rows that are the same; "changed only" hides them.
+		p.click("#next-change")
+		p.until("the next change", `(r => r && !r.classList.contains('same') && r.dataset.row !== '1')(document.querySelector('#compare-rows .cmp-row[aria-selected=true]'))`)
+		p.click("#changed-only")
+		p.until("only changes shown", `[...document.querySelectorAll('#compare-rows .cmp-row.same')].every(r => r.offsetParent === null)`)
+		checkNoOverlap(t, p, "#compare-rows .cmp-row", "#compare-sides")
 		p.shot("compare")
+		p.click("#changed-only")
 	})
 
 	t.Run("search to step", func(t *testing.T) {

@@ -100,6 +100,26 @@ func TestExplorerSamples(t *testing.T) {
 		}
 	})
 
+	t.Run("compare divergence past the first page", func(t *testing.T) {
+		p.t = t
+		p.open("/compare?" + url.Values{"a_dataset": {"crafted"}, "a_file": {"diverge/a.trajectory.json"}, "a_session_id": {"a"},
+			"b_dataset": {"crafted"}, "b_file": {"diverge/b.trajectory.json"}, "b_session_id": {"b"}}.Encode())
+		p.until("the first divergence selected", `document.querySelector('#compare-detail').dataset.row === '`+fmt.Sprint(divergeAt)+`'`)
+		var got struct {
+			Class, Del, Ins string
+			Visible        bool
+		}
+		p.eval(`(() => { const r = document.querySelector('#compare-rows .cmp-row[aria-selected=true]'), box = document.querySelector('#compare-rows').getBoundingClientRect(), b = r.getBoundingClientRect();
+			const d = document.querySelector('#compare-detail');
+			return { class: r.className, del: [...d.querySelectorAll('del')].map(e => e.textContent).join('|'), ins: [...d.querySelectorAll('ins')].map(e => e.textContent).join('|'),
+				visible: b.top >= box.top - 1 && b.bottom <= box.bottom + 1 }; })()`, &got)
+		if got.Class != "cmp-row changed" || !got.Visible || got.Del != "" || strings.TrimSpace(got.Ins) != "/tmp" {
+			t.Errorf("row %d of the comparison: %+v", divergeAt, got)
+		}
+		checkNoOverlap(t, p, "#compare-rows .cmp-row", "#compare-sides")
+		p.shot("compare-divergence")
+	})
+
 	for _, cfg := range sampleConfigs {
 		t.Run(cfg.name, func(t *testing.T) {
 			p.t = t
@@ -263,4 +283,27 @@ func (w *consoleWatch) take() []string {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// checkNoOverlap fails when the cells of a row (the children of each
+// element rowSel matches, then of each extra one) overlap or stick out of it.
+func checkNoOverlap(t *testing.T, p *page, rowSels ...string) {
+	t.Helper()
+	var bad []string
+	p.eval(`(() => { const bad = [];
+		const ov = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+		for (const sel of `+jsonString(strings.Join(rowSels, ","))+`.split(',')) for (const row of document.querySelectorAll(sel)) {
+			if (!row.offsetParent) continue;
+			const r = row.getBoundingClientRect();
+			const cells = [...row.children].filter(c => c.offsetParent).map(c => c.getBoundingClientRect());
+			cells.forEach((c, i) => {
+				if (c.right > r.right + 0.5 || c.left < r.left - 0.5) bad.push(sel + ': cell ' + i + ' sticks out of its row');
+				for (let j = i + 1; j < cells.length; j++) if (ov(c, cells[j])) bad.push(sel + ': cells ' + i + ' and ' + j + ' overlap');
+			});
+		}
+		return bad.slice(0, 20); })()`, &bad)
+	if len(bad) > 0 {
+		p.shot("overlap-" + safe(t.Name()))
+		t.Errorf("overlapping boxes:\n  %s", strings.Join(bad, "\n  "))
+	}
 }

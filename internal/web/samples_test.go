@@ -100,6 +100,28 @@ func TestExplorerSamples(t *testing.T) {
 		}
 	})
 
+	t.Run("run panel", func(t *testing.T) {
+		p.t = t
+		// An Inspect sample its message limit stopped: target, score with its
+		// explanation, the limit.
+		p.open(storylinePath("samples", "inspect/docent_intercode-ctf_gpt-4o_subset.eval", "86/epoch-1"))
+		p.until("the run panel", `document.querySelector('#run-panel')`)
+		var panel struct{ Text, Scores string }
+		p.eval(`({ text: document.querySelector('#run-panel').textContent, scores: (document.querySelector('#run-scores') || {}).textContent || '' })`, &panel)
+		for _, want := range []string{"target", "ended by limit", `"limit": 50`} {
+			if !strings.Contains(panel.Text, want) {
+				t.Errorf("run panel lacks %q: %s", want, panel.Text)
+			}
+		}
+		if !strings.Contains(panel.Scores, "includes") {
+			t.Errorf("scores: %q", panel.Scores)
+		}
+		p.shot("run-panel")
+		if m := console.take(); len(m) > 0 {
+			t.Errorf("console: %v", m)
+		}
+	})
+
 	t.Run("compare divergence past the first page", func(t *testing.T) {
 		p.t = t
 		p.open("/compare?" + url.Values{"a_dataset": {"crafted"}, "a_file": {"diverge/a.trajectory.json"}, "a_session_id": {"a"},

@@ -30,6 +30,12 @@ export async function render(root, app) {
   const params = { dataset: key.dataset, file: key._file_, session_id: key.session_id };
   root.className = 'fill';
   const t0 = performance.now();
+  // The identity and a progress line show at once: a cold open reads the
+  // source before it can answer.
+  const pending = h('div', { class: 'story-head', id: 'story-pending' },
+    h('h1', null, 'Storyline ', h('span', { class: 'muted mono' }, label(key._file_), ' · ', label(key.session_id))),
+    h('p', { class: 'muted', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' Reading the run…'));
+  root.appendChild(pending);
   // The run, the first page of steps and the row count are asked for at
   // once: the first rows do not wait for the header.
   const step = p.get('step');
@@ -43,9 +49,10 @@ export async function render(root, app) {
   try {
     info = await infoPromise;
   } catch (e) {
-    root.appendChild(errorBox(e));
+    pending.replaceWith(errorBox(e));
     return;
   }
+  pending.remove();
   const s = new StorylineView(root, app, key, params, info, t0);
   s.start(p, firstPage, pagePromise, countPromise);
   return () => s.destroy();
@@ -162,6 +169,7 @@ class StorylineView {
         subs.length ? h('span', null, 'subagents: ', subs.map((l, i) => [i ? ', ' : '', linkTo(l.key, refLabel(l.ref))])) : null,
         h('span', null, 'download: ', dl('atif', 'ATIF'), ' · ', dl('openai', 'OpenAI messages'), ' · ', dl('canonical', 'canonical events')),
         h('a', { href: app.href('/runs', { dataset: this.key.dataset, pick: JSON.stringify([this.key.dataset, this.key._file_, this.key.session_id]) }), 'data-nav': true, id: 'compare-with', title: 'pick the run to compare this one with' }, 'compare with…')),
+      runPanel(run),
       agents.length > 1 || (agents.length === 1 && agents[0].key.session_id !== this.key.session_id) ? this.agentsTable(agents) : null,
       this.toolbar());
     this.root.appendChild(head);
@@ -473,6 +481,47 @@ class StorylineView {
     this.select(target, true);
     this.updateFindStatus();
   }
+}
+
+// runPanel shows what an evaluator reads first, from the run row: the
+// task and its target, every score with its explanation, and what ended
+// the run (a limit, an error, an exit status). Producers name these
+// differently; the panel shows the ones the run has.
+function runPanel(run) {
+  const extra = obj(run.extra), scores = obj(run.scores);
+  const info = obj(extra.info);
+  const rows = [];
+  const row = (k, v, cls) => {
+    if (v === undefined || v === null || v === '' || (typeof v === 'object' && !Object.keys(v).length)) return;
+    rows.push(h('dt', null, k), h('dd', { class: cls || null }, typeof v === 'string' ? h('pre', { class: 'run-text' }, plain(v)) : h('pre', { class: 'run-text' }, plain(JSON.stringify(v, null, 2)))));
+  };
+  row('task', extra.task ?? extra.instruction ?? extra.input ?? extra.problem_statement);
+  row('issue', extra.issue);
+  row('target', extra.target);
+  if (scores && Object.keys(scores).length) {
+    rows.push(h('dt', null, 'scores'), h('dd', null, h('table', { class: 'grid scores', id: 'run-scores' },
+      h('thead', null, h('tr', null, ['scorer', 'value', 'answer', 'explanation'].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', null, Object.entries(scores).map(([name, sc]) => {
+        const o = obj(sc);
+        const v = typeof sc === 'object' && sc !== null ? o.value : sc;
+        return h('tr', null, h('th', { scope: 'row' }, label(name)), h('td', { class: 'mono' }, plain(typeof v === 'string' ? v : JSON.stringify(v ?? null))),
+          h('td', { class: 'mono' }, o.answer != null ? plain(String(o.answer)) : '—'), h('td', null, o.explanation != null ? plain(String(o.explanation)) : '—'));
+      })))));
+  }
+  row('score details', extra.score_details);
+  row('ended by limit', extra.limit, 'ended');
+  row('error', extra.error, 'ended');
+  row('exit status', info.exit_status ?? extra.exit_status, 'ended');
+  row('submission', info.submission);
+  row('patch', extra.git_patch);
+  if (!rows.length) return null;
+  const ended = extra.limit || extra.error || info.exit_status;
+  return h('details', { id: 'run-panel', open: innerHeight >= 720 }, h('summary', null, 'Run: task, target, scores' + (ended ? ' and what ended it' : '')), h('dl', { class: 'kv run-kv' }, rows));
+}
+
+function obj(v) {
+  if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return {}; } }
+  return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
 }
 
 function card(k, v) {

@@ -234,7 +234,7 @@ var readableATIF = `{
 func craftedDataset(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{readableFile: readableATIF,
+	files := map[string]string{readableFile: readableATIF, "team/team.trajectory.json": multiagentATIF,
 		"diverge/a.trajectory.json": divergingATIF("a", "ls -la"), "diverge/b.trajectory.json": divergingATIF("b", "ls -la /tmp")}
 	for name, body := range files {
 		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {

@@ -100,6 +100,53 @@ func TestExplorerSamples(t *testing.T) {
 		}
 	})
 
+	t.Run("runs", func(t *testing.T) {
+		p.t = t
+		run(t, ctx, "window", chromedp.EmulateViewport(1400, 900))
+		p.open("/runs?dataset=samples&limit=200&sort=_file_")
+		p.until("200 runs", `document.querySelectorAll('#runs-table tbody tr').length === 200`)
+		var fit struct {
+			Main, Table, Window float64
+			Task               string
+			Labels             string
+		}
+		p.eval(`(() => { const m = document.querySelector('main'); return { main: m.scrollWidth - m.clientWidth, table: document.querySelector('#runs-table').getBoundingClientRect().width, window: innerWidth,
+			task: [...document.querySelectorAll('#runs-table tbody tr')].map(r => r.textContent).find(t => t.includes('docent_intercode-ctf_gpt-4o')) || '',
+			labels: [...document.querySelectorAll('select[name=sort] option')].map(o => o.textContent).join('|') }; })()`, &fit)
+		if fit.Main > 1 || fit.Table > fit.Window {
+			t.Errorf("the runs do not fit %.0f px: main overflows by %.0f px, table %.0f px wide", fit.Window, fit.Main, fit.Table)
+		}
+		if !strings.Contains(fit.Task, "sample 15 · epoch 1") && !strings.Contains(fit.Task, "sample ") {
+			t.Errorf("an Inspect sample's row has no task: %q", fit.Task)
+		}
+		if !strings.Contains(fit.Labels, "steps, most first") || !strings.Contains(fit.Labels, "start time, newest first") || strings.Contains(fit.Labels, "_") {
+			t.Errorf("sort menu labels: %s", fit.Labels)
+		}
+		checkNoOverlap(t, p, "#runs-table tbody tr")
+		p.shot("runs-samples")
+		// Back returns to where the reader was in the list.
+		run(t, ctx, "scroll", js(`document.querySelector('main').scrollTop = 1500`))
+		p.until("scrolled", `document.querySelector('main').scrollTop > 1000`)
+		top := p.str(`String(document.querySelector('main').scrollTop)`)
+		// A script's click: a pointer click would scroll the row into view first.
+		run(t, ctx, "open a run", js(`document.querySelector('#runs-table tbody tr:nth-child(60) a.open').click()`))
+		p.until("a Storyline", `location.pathname === '/storyline' && document.querySelector('#timeline')`)
+		run(t, ctx, "Back", js(`history.back()`))
+		p.until("the list again, where it was", `document.querySelectorAll('#runs-table tbody tr').length === 200 && String(document.querySelector('main').scrollTop) === '`+top+`'`)
+		// All Datasets: a Dataset column.
+		p.open("/runs?limit=25")
+		p.until("runs of every Dataset", `[...document.querySelectorAll('#runs-table thead th')].some(th => th.textContent === 'Dataset')`)
+		// A subagent under its parent, and the toggle.
+		p.open("/runs?dataset=crafted&sort=session_id")
+		p.until("grouped", `(c => c && c.previousElementSibling.textContent.includes('team-run') && !c.previousElementSibling.classList.contains('child'))(document.querySelector('#runs-table tr.child'))`)
+		p.click("#group-subagents")
+		p.until("not grouped", `!document.querySelector('#runs-table tr.child') && location.search.includes('group=0')`)
+		p.shot("runs-crafted-ungrouped")
+		if m := console.take(); len(m) > 0 {
+			t.Errorf("console: %v", m)
+		}
+	})
+
 	t.Run("run panel", func(t *testing.T) {
 		p.t = t
 		// An Inspect sample its message limit stopped: target, score with its

@@ -61,6 +61,7 @@ const app = {
 
   go(path, params, opts = {}) {
     const u = this.href(path, params);
+    if (!opts.replace) keepScroll();
     if (opts.replace) history.replaceState(opts.state || null, '', u);
     else history.pushState(opts.state || null, '', u);
     render();
@@ -281,8 +282,15 @@ function onClick(e) {
   const u = new URL(a.href, location.href);
   if (u.origin !== location.origin) return;
   e.preventDefault();
+  keepScroll();
   history.pushState(null, '', u.pathname + u.search);
   render();
+}
+
+// keepScroll records the view's scroll position in its history entry, so
+// that Back lands where the reader was (docs/web.md).
+function keepScroll() {
+  if (app.main) history.replaceState({ ...(history.state || {}), scroll: app.main.scrollTop }, '');
 }
 
 async function start() {

@@ -340,6 +340,24 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("the editor's caret is at %q, want the start of nope", sel)
 		}
 		p.shot("sql-error")
+		// The schema browser lists the relations with their column types;
+		// completion offers the columns of the relations named.
+		p.open("/sql?dataset=ex")
+		p.until("the schema", `[...document.querySelectorAll('#sql-schema .schema-rel')].some(r => r.dataset.relation === 'runs' && r.textContent.includes('step_count') && r.textContent.includes('bigint'))`)
+		run(t, p.ctx, "type a prefix", js(`(e => { e.value = ' FROM ex.runs'; e.focus(); e.setSelectionRange(0, 0); })(document.querySelector('#sql-editor'))`),
+			chromedp.KeyEvent("SELECT tool_c"))
+		p.until("a completion", `!document.querySelector('#sql-suggest').hidden && document.querySelector('#sql-suggest').textContent.includes('tool_call_count')`)
+		run(t, p.ctx, "Tab", chromedp.KeyEvent("	"))
+		p.until("completed", `document.querySelector('#sql-editor').value.startsWith('SELECT tool_call')`)
+		p.shot("sql-completion")
+		// DuckDB shows a long line cut around the error: the caret still
+		// lands on the column it names.
+		long := "SELECT _file_, session_id, agent_name, agent_model_name, step_count, tool_call_count, prompt_tokens, completion_tokens, cost_usd, nope FROM ex.runs"
+		p.open("/sql?dataset=ex&sql=" + url.QueryEscape(long))
+		p.until("error with its position", `(document.querySelector('#sql-error-pos') || {}).textContent === 'at line 1, column `+fmt.Sprint(strings.Index(long, "nope")+1)+`'`)
+		if sel := p.str(`(e => e.value.slice(e.selectionStart, e.selectionStart + 4))(document.querySelector('#sql-editor'))`); sel != "nope" {
+			t.Fatalf("the editor's caret is at %q, want the start of nope", sel)
+		}
 	})
 
 	t.Run("keyboard", func(t *testing.T) {

@@ -213,7 +213,8 @@ const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
 
 // readableATIF has what a transcript must make readable: Markdown with raw
 // HTML and an inline image, ANSI colors and invisible characters in a
-// result, and a final call that never got a result and has no arguments.
+// result, and a final call that never got a result and has no arguments
+// after a list item indented as code (which once hung the renderer).
 var readableATIF = `{
   "schema_version": "ATIF-v1.6",
   "session_id": "readable",
@@ -224,7 +225,7 @@ var readableATIF = `{
     {"step_id": 2, "timestamp": "2026-03-04T10:00:01Z", "source": "agent", "message": "Running them.",
      "tool_calls": [{"tool_call_id": "t1", "function_name": "bash", "arguments": {"cmd": "go test"}}],
      "observation": {"results": [{"source_call_id": "t1", "content": "\u001b[31mFAIL\u001b[0m in report\u202efdp.jsonl"}]}},
-    {"step_id": 3, "timestamp": "2026-03-04T10:00:02Z", "source": "agent", "message": "Giving up.",
+    {"step_id": 3, "timestamp": "2026-03-04T10:00:02Z", "source": "agent", "message": "Giving up:\n\n    - an item indented as code",
      "tool_calls": [{"tool_call_id": "t2", "function_name": "finish", "arguments": null}]}
   ]
 }`

@@ -90,6 +90,9 @@ func TestExplorerSamples(t *testing.T) {
 		}
 		p.click("#step-row-2")
 		p.until("step 2", `document.querySelector('#step-detail').dataset.step === '2'`)
+		if got := p.str(`document.querySelector('#step-detail [data-field=message]').textContent`); !strings.Contains(got, "- an item indented as code") {
+			t.Errorf("a list item indented as code: %q", got)
+		}
 		if got := p.str(`document.querySelector('#step-detail .call').textContent`); !strings.Contains(got, "orphan: no result was recorded for this call") || !strings.Contains(got, "no arguments were recorded") {
 			t.Errorf("the final call without result or arguments shows %q", got)
 		}

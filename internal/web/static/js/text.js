@@ -185,8 +185,10 @@ function blocks(lines, needle) {
       out.push(h('pre', { class: 'md-code md-table' }, plain(body.join('\n'), needle)));
       continue;
     }
-    if (ITEM.test(line)) {
-      const ordered = /\d/.test(ITEM.exec(line)[2]);
+    // A list starts at an item indented less than four spaces (more is
+    // code, shown as a paragraph): each block must consume its first line.
+    if ((m = ITEM.exec(line)) && m[1].length < 4) {
+      const ordered = /\d/.test(m[2]);
       const list = h(ordered ? 'ol' : 'ul');
       let li = null;
       for (; i < lines.length; i++) {

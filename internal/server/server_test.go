@@ -545,3 +545,39 @@ func agentIDs(t *testing.T, ts *testServer, q string) []string {
 	}
 	return ids
 }
+
+// TestStorylineLinksAcrossFiles: a Claude Code subagent written to its own
+// file (<session>/subagents/agent-*.jsonl) links to its parent session in
+// the main file, and the parent lists it among its subagents.
+func TestStorylineLinksAcrossFiles(t *testing.T) {
+	const sid = "c4d5e6f7-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
+	fixtures := filepath.Join(testutil.RepoRoot(t), "internal", "format", "claudecode", "testdata")
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	root := t.TempDir()
+	agentFile := sid + "/subagents/agent-a1b2c3d.jsonl"
+	writeFiles(t, root, map[string]string{
+		sid + ".jsonl": strings.ReplaceAll(read("session-basic.jsonl"), "7f3c2a1e-5b6d-4c8e-9a0f-1e2d3c4b5a69", sid),
+		agentFile:      read("agent-a1b2c3d.jsonl"),
+	})
+	ts := start(t, true, positional(root))
+	child := ts.get("/api/storyline?file=" + url.QueryEscape(agentFile) + "&session_id=" + url.QueryEscape(sid+"/a1b2c3d")).ok(t)
+	parent, _ := child.json["links"].(map[string]any)["parent"].(map[string]any)
+	if parent["_file_"] != sid+".jsonl" || parent["session_id"] != sid {
+		t.Errorf("the subagent's parent link: %v", child.json["links"])
+	}
+	main := ts.get("/api/storyline?file=" + url.QueryEscape(sid+".jsonl") + "&session_id=" + sid).ok(t)
+	found := false
+	for _, l := range main.json["links"].(map[string]any)["subagents"].([]any) {
+		k, _ := l.(map[string]any)["key"].(map[string]any)
+		found = found || (k["_file_"] == agentFile && k["session_id"] == sid+"/a1b2c3d")
+	}
+	if !found {
+		t.Errorf("the parent does not list its subagent in another file: %v", main.json["links"])
+	}
+}

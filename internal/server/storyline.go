@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
@@ -94,6 +95,7 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 	if err != nil {
 		return err
 	}
+	s.crossFileLinks(r, g, key, run, agents, links)
 	m := runObject(model.ColumnNames(model.RelRuns), model.Values(run))
 	body := map[string]any{"snapshot_id": g.ID(), "key": key, "run": m, "links": links, "agents": agents, "coordinates": nil}
 	// Where a canonical Storyline physically lives, for the writers that
@@ -103,6 +105,65 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// maxCrossFileChildren bounds the subagents in other files a Storyline
+// lists.
+const maxCrossFileChildren = 100
+
+// crossFileLinks resolves parent/child links between sources, as Claude
+// Code writes them (a subagent in <session>/subagents/agent-*.jsonl names
+// its parent's session): a parent that is not in the Storyline's own
+// source is the one run of the Dataset with that session_id, and the runs
+// of other sources that name this Storyline as their parent are its
+// subagents. The links are best effort: a failed lookup leaves them as
+// they were.
+func (s *Server) crossFileLinks(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run, agents []agentRow, links map[string]any) {
+	d, err := lookupDataset(g.Snapshot(), key.Dataset)
+	if err != nil {
+		return
+	}
+	if run.ParentSessionID != nil && !slices.ContainsFunc(agents, func(a agentRow) bool { return a.Key.SessionID == *run.ParentSessionID }) {
+		keys := s.runKeys(r, g, key.Dataset, fmt.Sprintf("SELECT _file_, session_id FROM %s.runs WHERE session_id = %s AND _file_ <> %s LIMIT 2",
+			engine.Ident(d.Mount.Alias), engine.Literal(*run.ParentSessionID), engine.Literal(key.File)))
+		if len(keys) == 1 {
+			links["parent"] = &keys[0]
+		}
+	}
+	children := s.runKeys(r, g, key.Dataset, fmt.Sprintf("SELECT _file_, session_id FROM %s.runs WHERE parent_session_id = %s AND _file_ <> %s ORDER BY _file_, session_id LIMIT %d",
+		engine.Ident(d.Mount.Alias), engine.Literal(key.SessionID), engine.Literal(key.File), maxCrossFileChildren))
+	if len(children) == 0 {
+		return
+	}
+	subs, _ := links["subagents"].([]Link)
+	for i := range children {
+		c := children[i]
+		subs = append(subs, Link{Key: &c, Ref: map[string]string{"trajectory_path": c.File, "session_id": c.SessionID}})
+	}
+	links["subagents"] = subs
+}
+
+// runKeys runs sql, which selects _file_ and session_id, and returns the
+// Storylines it names; nil when it fails.
+func (s *Server) runKeys(r *http.Request, g Generation, dataset, sql string) []engine.StorylineKey {
+	res, err := g.Stream(r.Context(), sql, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
+	if err != nil {
+		return nil
+	}
+	defer res.Close()
+	var out []engine.StorylineKey
+	for res.Next() {
+		v := res.Values()
+		f, ok1 := v[0].(string)
+		sid, ok2 := v[1].(string)
+		if ok1 && ok2 {
+			out = append(out, engine.StorylineKey{Dataset: dataset, File: f, SessionID: sid})
+		}
+	}
+	if res.Err() != nil {
+		return nil
+	}
+	return out
 }
 
 // fileLink resolves a reference to another file (a continuation, a

@@ -205,6 +205,9 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open(storylinePath("ex", "team/team.trajectory.json", "team-run"))
 		p.until("agents with totals", `document.querySelectorAll('#agents tbody tr').length === 2 && document.querySelector('#agents tfoot').textContent.includes('total')`)
+		// The call that started the worker links to it.
+		p.click("#step-row-1")
+		p.until("the call's subagent link", `document.querySelector('#step-detail').dataset.step === '1' && document.querySelector('#step-detail .call a.subagent-link[href*="worker-1"]')`)
 		p.click("#story-links a[href*='worker-1']")
 		p.until("the subagent's Storyline", `decodeURIComponent(location.search).includes('session_id=team-run/worker-1') && document.querySelector('h1').textContent.includes('worker')`)
 		p.until("its parent link", `[...document.querySelectorAll('#story-links a')].some(a => a.textContent === 'team-run')`)

@@ -331,7 +331,7 @@ class StorylineView {
       s.reasoning ? h('details', { class: 'reasoning' }, h('summary', null, 'Reasoning (' + bytes(s.reasoning.bytes) + ')'), this.body('reasoning', null, s.reasoning, s, q)) : null,
       this.body('observation', 'Observation', s.observation, s, q),
       s.calls.length ? h('h3', null, 'Tool calls (' + s.calls.length + ')') : null,
-      s.calls.map((c) => this.callBox(c, s, q, false)),
+      this.callsWithSubagents(s, q),
       s.results_of.length ? h('h3', null, 'Results of earlier calls (' + s.results_of.length + ')') : null,
       s.results_of.map((c) => this.callBox(c, s, q, true)),
       s.extra ? h('details', null, h('summary', null, 'extra'), h('pre', { class: 'body-text' }, pretty(s.extra))) : null);
@@ -384,6 +384,21 @@ class StorylineView {
       out.insertBefore(note, pre); // the size first: the reader sees a preview is a preview
     }
     return out;
+  }
+
+  // callsWithSubagents renders the step's calls, each call that started a
+  // subagent with a link to it: the subagent references this step records
+  // go to its calls in order when there is one per call, else all to the
+  // one call, else they are listed after the calls.
+  callsWithSubagents(s, q) {
+    const subs = (this.info.links.subagents || []).filter((l) => l.key && l.ref && typeof l.ref === 'object' && l.ref.step_id === s.step_id);
+    const link = (l) => h('a', { href: this.app.storylineHref(l.key), 'data-nav': true, class: 'subagent-link' }, '→ subagent ', label(refLabel(l.ref)));
+    const boxes = s.calls.map((c) => this.callBox(c, s, q, false));
+    if (!subs.length) return boxes;
+    if (subs.length === boxes.length) boxes.forEach((b, i) => b.insertBefore(h('div', { class: 'links' }, link(subs[i])), b.children[1] || null));
+    else if (boxes.length === 1) boxes[0].insertBefore(h('div', { class: 'links' }, subs.map(link)), boxes[0].children[1] || null);
+    else boxes.push(h('div', { class: 'links' }, 'subagents started here: ', subs.map(link)));
+    return boxes;
   }
 
   callBox(c, s, q, isResultHere) {

@@ -117,6 +117,9 @@ export function imagePlaceholder(type, b64) {
 // (monospaced), inline code, strong, emphasis, links (their target shown as
 // text, never followed) and images (placeholders).
 export function markdown(s, needle) {
+  // Past MARKDOWN_MAX a text is shown plain: the inline patterns cost more
+  // than linear time on hostile input (many unmatched backticks).
+  if (String(s).length > MARKDOWN_MAX) return plain(s, needle);
   const parts = contentParts(s);
   if (parts) return parts.map((p) => part(p, needle));
   return blocks(stripAnsi(s).replace(/\r\n/g, '\n').split('\n'), needle);
@@ -144,6 +147,8 @@ function part(p, needle) {
   }
   return h('div', { class: 'md-part' }, h('span', { class: 'chip' }, p.type), ' ', h('pre', { class: 'md-code' }, plain(JSON.stringify(p, null, 2), needle)));
 }
+
+const MARKDOWN_MAX = 200_000;
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
 const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
@@ -210,8 +215,10 @@ function blocks(lines, needle) {
   return out;
 }
 
-// INLINE matches, in order: code spans, images, links, strong, emphasis.
-const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|!\[([^\]\n]*)\]\(([^)\s]*)[^)\n]*\)|\[([^\]\n]+)\]\(([^)\s]+)[^)\n]*\)|\*\*(?=\S)([^*\n]*?\S)\*\*|(?<![\w])__(?=\S)([^_\n]*?\S)__(?![\w])|\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w])/g;
+// INLINE matches, in order: code spans (on one line, bounded, so that a
+// line of unmatched backticks costs linear time), images, links, strong,
+// emphasis.
+const INLINE = /(`+)([^`\n]|[^`\n][^\n]{0,1000}?[^`\n])\1(?!`)|!\[([^\]\n]*)\]\(([^)\s]*)[^)\n]*\)|\[([^\]\n]+)\]\(([^)\s]+)[^)\n]*\)|\*\*(?=\S)([^*\n]*?\S)\*\*|(?<![\w])__(?=\S)([^_\n]*?\S)__(?![\w])|\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w])/g;
 
 function inline(s, needle) {
   const text = (t) => withImages(t, (u) => visible(u, needle));

@@ -221,6 +221,30 @@ func TestExplorerSamples(t *testing.T) {
 				}
 			}
 			t.Logf("%d Storylines of %d files in %v", opened, len(seenFile), time.Since(start).Round(time.Millisecond))
+			// Every other view, in this size and theme.
+			for _, v := range []struct{ name, path, ready string }{
+				{"catalog", "/?dataset=samples", `document.querySelector('section.dataset')`},
+				{"runs", "/runs?dataset=samples&limit=100", `document.querySelectorAll('#runs-table tbody tr').length === 100`},
+				{"compare", "/compare?" + url.Values{"a_dataset": {"crafted"}, "a_file": {"diverge/a.trajectory.json"}, "a_session_id": {"a"},
+					"b_dataset": {"crafted"}, "b_file": {"diverge/b.trajectory.json"}, "b_session_id": {"b"}}.Encode(), `document.querySelector('#compare-detail').dataset.row`},
+				{"search", "/search?dataset=samples&q=error", `document.querySelectorAll('#hits li').length > 0`},
+				{"sql", "/sql?dataset=samples&sql=" + url.QueryEscape("SELECT source_format, count(*) AS runs FROM samples.runs GROUP BY 1 ORDER BY 2 DESC"), `document.querySelectorAll('#sql-result tbody tr').length > 5`},
+				{"settings", "/settings", `document.querySelector('#access-key')`},
+			} {
+				p.open(v.path)
+				p.until(v.name, v.ready)
+				checkNoOverlap(t, p, "#runs-table tbody tr", "#compare-rows .cmp-row", "#compare-sides")
+				// The runs fit 1400 px; narrower, their table scrolls sideways. A
+				// result table of SQL is as wide as its columns.
+				wide := v.name == "sql" || (v.name == "runs" && cfg.width < 1400)
+				if w := p.str(`String(document.querySelector('main').scrollWidth - document.querySelector('main').clientWidth)`); w != "0" && !wide {
+					t.Errorf("%s scrolls sideways by %s px", v.name, w)
+				}
+				p.shot("view-" + v.name + "-" + cfg.name)
+			}
+			if m := console.take(); len(m) > 0 {
+				t.Errorf("console: %v", m)
+			}
 		})
 	}
 }

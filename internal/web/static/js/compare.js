@@ -4,7 +4,7 @@
 import * as api from './api.js';
 import { h, clear } from './dom.js';
 import { int, usd, duration, signed } from './fmt.js';
-import { errorBox } from './ui.js';
+import { errorBox, button } from './ui.js';
 import { visible } from './text.js';
 import { sides } from './diff.js';
 
@@ -63,9 +63,9 @@ class CompareView {
     });
     this.position = h('span', { class: 'muted', id: 'change-pos', role: 'status' });
     const bar = h('div', { class: 'toolbar cmp-bar' },
-      button('← previous change', 'previous change (N)', () => this.step(-1, true), 'prev-change'),
-      button('next change →', 'next change (n)', () => this.step(1, true), 'next-change'),
-      r.first_divergence >= 0 ? button('first divergence (row ' + r.first_divergence + ')', 'go to the first row that differs', () => this.goTo(r.first_divergence), 'first-divergence') : null,
+      button('← previous change', 'previous change (N)', () => this.step(-1, true), { id: 'prev-change' }),
+      button('next change →', 'next change (n)', () => this.step(1, true), { id: 'next-change' }),
+      r.first_divergence >= 0 ? button('first divergence (row ' + r.first_divergence + ')', 'go to the first row that differs', () => this.goTo(r.first_divergence), { id: 'first-divergence' }) : null,
       h('label', { class: 'inline' }, this.changedOnly, ' changed only'),
       this.position);
     this.list = h('div', { id: 'compare-rows', role: 'table', 'aria-label': 'aligned steps', tabindex: '0' },
@@ -192,13 +192,6 @@ function stepText(s) {
   for (const c of s.calls || []) parts.push('[call ' + c.function_name + '] ' + v(c.arguments) + (c.result ? '\n[result] ' + v(c.result) : ''));
   for (const c of s.results_of || []) parts.push('[result of ' + c.function_name + '] ' + v(c.result));
   return parts.join('\n\n');
-}
-
-function button(label, titleText, fn, id) {
-  const b = h('button', { type: 'button', title: titleText, id });
-  b.textContent = label;
-  b.addEventListener('click', fn);
-  return b;
 }
 
 function picker(app, a, b) {

@@ -6,7 +6,7 @@
 import * as api from './api.js';
 import { h, add, clear, download } from './dom.js';
 import { int, usd, duration, time, bytes } from './fmt.js';
-import { errorBox } from './ui.js';
+import { errorBox, button } from './ui.js';
 import { markdown, plain, visible, label, stripAnsi } from './text.js';
 import { VirtualList } from './vlist.js';
 
@@ -203,7 +203,7 @@ class StorylineView {
     const form = h('form', { class: 'toolbar', role: 'search' },
       h('label', null, 'find', this.findInput),
       h('button', { type: 'submit' }, 'Find'),
-      btn('↑', 'previous hit (N)', () => this.nextHit(-1)), btn('↓', 'next hit (n)', () => this.nextHit(1)),
+      button('↑', 'previous hit (N)', () => this.nextHit(-1)), button('↓', 'next hit (n)', () => this.nextHit(1)),
       this.findStatus);
     form.addEventListener('submit', (e) => { e.preventDefault(); this.find(this.findInput.value.trim(), true); });
     const jump = h('input', { type: 'number', min: 0, id: 'jump', 'aria-label': 'step index', size: 8, placeholder: 'step #' });
@@ -364,7 +364,7 @@ class StorylineView {
       const note = h('div', { class: 'size-note' }, `showing the first ${int(t.value.length)} characters of ${bytes(t.bytes)}`);
       const dlHref = api.url('storyline/text', { ...this.params, step: s.step_index, field, call_index: callIndex });
       if (t.bytes <= LOAD_ALL_MAX) {
-        note.appendChild(btn('Load all', 'show the whole ' + field, async () => {
+        note.appendChild(button('Load all', 'show the whole ' + field, async () => {
           try {
             // The one body alone: the step's other bodies may be far bigger.
             const full = await (await api.blob('GET', dlHref)).text();
@@ -414,7 +414,7 @@ class StorylineView {
     // cut-off run) has no result: the note stands in for it.
     if (noResult || (!c.result && !orphanResult)) box.appendChild(h('div', { class: 'size-note orphan-note' }, 'orphan: no result was recorded for this call'));
     if (isResultHere && !orphanResult) {
-      box.appendChild(h('div', { class: 'links' }, btn('← the call, step ' + (this.byId.has(c.step_id) ? this.byId.get(c.step_id) : '?'), 'go to the step that made this call', () => this.goToStepId(c.step_id, s.step_index, -1), 'goto-call')));
+      box.appendChild(h('div', { class: 'links' }, button('← the call, step ' + (this.byId.has(c.step_id) ? this.byId.get(c.step_id) : '?'), 'go to the step that made this call', () => this.goToStepId(c.step_id, s.step_index, -1), { class: 'goto-call' })));
     }
     if (!isResultHere) {
       if (!orphanResult) {
@@ -422,7 +422,7 @@ class StorylineView {
           : h('div', { class: 'size-note' }, 'no arguments were recorded'));
       }
       if (c.result_step_id && c.result_step_id !== s.step_id) {
-        box.appendChild(h('div', { class: 'links' }, btn('→ result in step ' + (this.byId.has(c.result_step_id) ? this.byId.get(c.result_step_id) : 'later'), 'go to the step that carries the result', () => this.goToStepId(c.result_step_id, s.step_index, 1), 'goto-result')));
+        box.appendChild(h('div', { class: 'links' }, button('→ result in step ' + (this.byId.has(c.result_step_id) ? this.byId.get(c.result_step_id) : 'later'), 'go to the step that carries the result', () => this.goToStepId(c.result_step_id, s.step_index, 1), { class: 'goto-result' })));
       }
     }
     add(box, this.body('result', 'Result', c.result, s, q, c.call_index));
@@ -541,12 +541,6 @@ function obj(v) {
 
 function card(k, v) {
   return h('div', { class: 'card' }, h('div', { class: 'k' }, k), h('div', { class: 'v' }, v));
-}
-
-function btn(label, titleText, fn, cls) {
-  const b = h('button', { type: 'button', title: titleText, 'aria-label': titleText, class: cls || null }, label);
-  b.addEventListener('click', fn);
-  return b;
 }
 
 function refLabel(ref) {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/generation"
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
 	"github.com/pchronicle/pchronicle/internal/testutil"
@@ -579,5 +581,45 @@ func TestStorylineLinksAcrossFiles(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the parent does not list its subagent in another file: %v", main.json["links"])
+	}
+}
+
+// TestSchemaDescribesEveryColumn: GET /api/schema gives every column of
+// every row relation with its type and a description, from the docs.
+func TestSchemaDescribesEveryColumn(t *testing.T) {
+	ts := start(t, true, positional(t.TempDir()))
+	var got struct {
+		Relations []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			Columns     []struct {
+				Name, Type, Description string
+			} `json:"columns"`
+		} `json:"relations"`
+	}
+	if err := json.Unmarshal(ts.get("/api/schema").ok(t).body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, rel := range got.Relations {
+		names = append(names, rel.Name)
+		if rel.Description == "" || len(rel.Columns) == 0 {
+			t.Errorf("%s: description %q, %d columns", rel.Name, rel.Description, len(rel.Columns))
+		}
+		cols := map[string]string{}
+		for _, c := range rel.Columns {
+			if c.Type == "" || c.Description == "" || strings.ContainsAny(c.Description, "`") {
+				t.Errorf("%s.%s: type %q, description %q", rel.Name, c.Name, c.Type, c.Description)
+			}
+			cols[c.Name] = strings.Fields(c.Type)[0] // "VARCHAR (JSON)": a JSON document in text
+		}
+		for _, c := range model.Schemas[rel.Name] {
+			if cols[c.Name] != c.SQLType {
+				t.Errorf("%s.%s: described as %q, the schema says %s", rel.Name, c.Name, cols[c.Name], c.SQLType)
+			}
+		}
+	}
+	if want := "runs,steps,tool_calls,events,sources,projections"; strings.Join(names, ",") != want {
+		t.Errorf("relations %v, want %s", names, want)
 	}
 }

@@ -346,7 +346,8 @@ func TestExplorer(t *testing.T) {
 		// The schema browser lists the relations with their column types;
 		// completion offers the columns of the relations named.
 		p.open("/sql?dataset=ex")
-		p.until("the schema", `[...document.querySelectorAll('#sql-schema .schema-rel')].some(r => r.dataset.relation === 'runs' && r.textContent.includes('step_count') && r.textContent.includes('bigint'))`)
+		p.until("the schema", `[...document.querySelectorAll('#sql-schema .schema-rel')].some(r => r.dataset.relation === 'runs' && r.textContent.includes('step_count') && r.textContent.includes('bigint') &&
+			r.textContent.includes('One row per Storyline') && r.textContent.includes('Run grouping key'))`)
 		run(t, p.ctx, "type a prefix", js(`(e => { e.value = ' FROM ex.runs'; e.focus(); e.setSelectionRange(0, 0); })(document.querySelector('#sql-editor'))`),
 			chromedp.KeyEvent("SELECT tool_c"))
 		p.until("a completion", `!document.querySelector('#sql-suggest').hidden && document.querySelector('#sql-suggest').textContent.includes('tool_call_count')`)

@@ -130,9 +130,15 @@ const schemaCache = new Map();
 function schemaOf(app) {
   const key = app.pinned;
   if (!schemaCache.has(key)) {
-    const p = api.post('query', { sql: 'SHOW ALL TABLES', max_rows: 1000 }).then((r) => r.rows.map((row) => ({
-      dataset: row[1], relation: row[2], columns: (row[3] || []).map((n, i) => [n, (row[4] || [])[i] || '']),
-    })));
+    // The mounted relations and their types from DuckDB, what they mean
+    // from the server's documented schema.
+    const docs = api.get('schema').then((r) => new Map(r.relations.map((rel) => [rel.name, rel])), () => new Map());
+    const p = Promise.all([api.post('query', { sql: 'SHOW ALL TABLES', max_rows: 1000 }), docs]).then(([r, doc]) => r.rows.map((row) => {
+      const d = doc.get(row[2]);
+      const meaning = new Map(((d && d.columns) || []).map((c) => [c.name, c.description]));
+      return { dataset: row[1], relation: row[2], description: (d && d.description) || '',
+        columns: (row[3] || []).map((n, i) => [n, (row[4] || [])[i] || '', meaning.get(n) || '']) };
+    }));
     p.catch(() => schemaCache.delete(key));
     schemaCache.set(key, p);
   }
@@ -150,11 +156,12 @@ function fillBrowser(box, sc, editor) {
       rels.map((t) => {
         const name = h('button', { type: 'button', class: 'link', title: 'insert ' + ds + '.' + t.relation }, t.relation);
         name.addEventListener('click', () => insert(ds + '.' + t.relation));
-        return h('details', { class: 'schema-rel', 'data-relation': t.relation }, h('summary', null, name, h('span', { class: 'muted' }, ` (${t.columns.length} columns)`)),
-          h('table', { class: 'grid' }, h('tbody', null, t.columns.map(([c, ty]) => {
+        return h('details', { class: 'schema-rel', 'data-relation': t.relation }, h('summary', { title: t.description || null }, name, h('span', { class: 'muted' }, ` (${t.columns.length} columns)`)),
+          t.description ? h('p', { class: 'muted schema-desc' }, t.description) : null,
+          h('table', { class: 'grid' }, h('tbody', null, t.columns.map(([c, ty, meaning]) => {
             const b = h('button', { type: 'button', class: 'link mono' }, c);
             b.addEventListener('click', () => insert(c));
-            return h('tr', null, h('td', null, b), h('td', { class: 'muted mono' }, ty.toLowerCase()));
+            return h('tr', null, h('td', null, b), h('td', { class: 'muted mono' }, ty.toLowerCase()), h('td', { class: 'schema-desc' }, meaning));
           }))));
       })));
   }

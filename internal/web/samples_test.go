@@ -110,8 +110,8 @@ func TestExplorerSamples(t *testing.T) {
 		p.until("200 runs", `document.querySelectorAll('#runs-table tbody tr').length === 200`)
 		var fit struct {
 			Main, Table, Window float64
-			Task               string
-			Labels             string
+			Task                string
+			Labels              string
 		}
 		p.eval(`(() => { const m = document.querySelector('main'); return { main: m.scrollWidth - m.clientWidth, table: document.querySelector('#runs-table').getBoundingClientRect().width, window: innerWidth,
 			task: [...document.querySelectorAll('#runs-table tbody tr')].map(r => r.textContent).find(t => t.includes('docent_intercode-ctf_gpt-4o')) || '',
@@ -179,7 +179,7 @@ func TestExplorerSamples(t *testing.T) {
 		p.until("the first divergence selected", `document.querySelector('#compare-detail').dataset.row === '`+fmt.Sprint(divergeAt)+`'`)
 		var got struct {
 			Class, Del, Ins string
-			Visible        bool
+			Visible         bool
 		}
 		p.eval(`(() => { const r = document.querySelector('#compare-rows .cmp-row[aria-selected=true]'), box = document.querySelector('#compare-rows').getBoundingClientRect(), b = r.getBoundingClientRect();
 			const d = document.querySelector('#compare-detail');

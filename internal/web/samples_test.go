@@ -168,6 +168,9 @@ func TestExplorerSamples(t *testing.T) {
 			t.Errorf("scores: %q", panel.Scores)
 		}
 		p.shot("run-panel")
+		// A tool's message is program output: monospaced as it is, not Markdown.
+		p.open(storylinePath("samples", "inspect/docent_intercode-ctf_gpt-4o_subset.eval", "15/epoch-1", "step", "23"))
+		p.until("the tool step's message as text", `document.querySelector('#step-detail').dataset.step === '23' && document.querySelector('#step-detail pre.body-text[data-field=message]')`)
 		if m := console.take(); len(m) > 0 {
 			t.Errorf("console: %v", m)
 		}

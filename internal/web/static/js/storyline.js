@@ -18,6 +18,7 @@ const DETAIL_CHARS = 20000;  // characters of each body in the detail
 const LOAD_ALL_MAX = 8 << 20; // "Load all" shows a body up to 8 MB; beyond, download
 const ROW_H = 64;            // keep in step with --row in app.css
 const MAX_PAGES = 60;        // pages kept in memory (6,000 steps)
+const TOOL_ROLES = new Set(['tool', 'environment', 'function', 'observation']);
 
 export async function render(root, app) {
   const p = app.params();
@@ -344,9 +345,10 @@ class StorylineView {
   // Download. callIndex names a call's arguments or result.
   body(field, heading, t, s, q, callIndex) {
     if (!t) return null;
-    // Messages and reasoning are Markdown; the rest is what a program
-    // printed or read, shown as it is.
-    const md = field === 'message' || field === 'reasoning';
+    // Messages and reasoning of people and agents are Markdown; the rest
+    // (a tool's message too) is what a program printed or read, shown as
+    // it is, monospaced.
+    const md = field === 'reasoning' || (field === 'message' && !TOOL_ROLES.has(s.source));
     // Arguments cut to a preview are not JSON: they show as they are.
     const show = (v, whole) => (md ? markdown(v, q) : plain(field === 'arguments' && whole ? pretty(v) : v, q));
     const pre = h(md ? 'div' : 'pre', { class: md ? 'body-md' : 'body-text', 'data-field': field }, show(t.value, !t.truncated));

@@ -91,6 +91,9 @@ func TestExplorerDirectory(t *testing.T) {
 		if b := p.str(`document.querySelector('#snapshot-badge').textContent`); b != "Directory · public Datasets" {
 			t.Errorf("badge: %q", b)
 		}
+		if p.str(`String(document.querySelector('#refresh').hidden)`) != "true" {
+			t.Errorf("a Directory's Catalog offers Refresh")
+		}
 		p.open("/runs?dataset=pub")
 		p.until("its run", `document.querySelectorAll('#runs-table tbody tr').length === 1`)
 		p.shot("directory-public")

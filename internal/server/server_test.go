@@ -582,6 +582,9 @@ func TestStorylineLinksAcrossFiles(t *testing.T) {
 	if !found {
 		t.Errorf("the parent does not list its subagent in another file: %v", main.json["links"])
 	}
+	if got := agentIDs(t, ts, "file="+url.QueryEscape(sid+".jsonl")+"&session_id="+sid); !slices.Equal(got, []string{sid, sid + "/a1b2c3d"}) {
+		t.Errorf("the parent's agents: %v", got)
+	}
 }
 
 // TestSchemaDescribesEveryColumn: GET /api/schema gives every column of

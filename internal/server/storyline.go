@@ -95,7 +95,7 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 	if err != nil {
 		return err
 	}
-	s.crossFileLinks(r, g, key, run, agents, links)
+	agents = s.crossFileLinks(r, g, key, run, agents, links)
 	m := runObject(model.ColumnNames(model.RelRuns), model.Values(run))
 	body := map[string]any{"snapshot_id": g.ID(), "key": key, "run": m, "links": links, "agents": agents, "coordinates": nil}
 	// Where a canonical Storyline physically lives, for the writers that
@@ -116,54 +116,33 @@ const maxCrossFileChildren = 100
 // its parent's session): a parent that is not in the Storyline's own
 // source is the one run of the Dataset with that session_id, and the runs
 // of other sources that name this Storyline as their parent are its
-// subagents. The links are best effort: a failed lookup leaves them as
-// they were.
-func (s *Server) crossFileLinks(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run, agents []agentRow, links map[string]any) {
+// subagents, listed among its links and its agents. The links are best
+// effort: a failed lookup leaves them as they were.
+func (s *Server) crossFileLinks(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run, agents []agentRow, links map[string]any) []agentRow {
 	d, err := lookupDataset(g.Snapshot(), key.Dataset)
 	if err != nil {
-		return
+		return agents
 	}
+	rel := engine.Ident(d.Mount.Alias) + ".runs"
 	if run.ParentSessionID != nil && !slices.ContainsFunc(agents, func(a agentRow) bool { return a.Key.SessionID == *run.ParentSessionID }) {
-		keys := s.runKeys(r, g, key.Dataset, fmt.Sprintf("SELECT _file_, session_id FROM %s.runs WHERE session_id = %s AND _file_ <> %s LIMIT 2",
-			engine.Ident(d.Mount.Alias), engine.Literal(*run.ParentSessionID), engine.Literal(key.File)))
-		if len(keys) == 1 {
-			links["parent"] = &keys[0]
+		parents, _ := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s WHERE session_id = %s AND _file_ <> %s LIMIT 2",
+			agentColumns, rel, engine.Literal(*run.ParentSessionID), engine.Literal(key.File)))
+		if len(parents) == 1 {
+			links["parent"] = &parents[0].Key
 		}
 	}
-	children := s.runKeys(r, g, key.Dataset, fmt.Sprintf("SELECT _file_, session_id FROM %s.runs WHERE parent_session_id = %s AND _file_ <> %s ORDER BY _file_, session_id LIMIT %d",
-		engine.Ident(d.Mount.Alias), engine.Literal(key.SessionID), engine.Literal(key.File), maxCrossFileChildren))
+	children, _ := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s WHERE parent_session_id = %s AND _file_ <> %s ORDER BY _file_, session_id LIMIT %d",
+		agentColumns, rel, engine.Literal(key.SessionID), engine.Literal(key.File), maxCrossFileChildren))
 	if len(children) == 0 {
-		return
+		return agents
 	}
 	subs, _ := links["subagents"].([]Link)
 	for i := range children {
-		c := children[i]
+		c := children[i].Key
 		subs = append(subs, Link{Key: &c, Ref: map[string]string{"trajectory_path": c.File, "session_id": c.SessionID}})
 	}
 	links["subagents"] = subs
-}
-
-// runKeys runs sql, which selects _file_ and session_id, and returns the
-// Storylines it names; nil when it fails.
-func (s *Server) runKeys(r *http.Request, g Generation, dataset, sql string) []engine.StorylineKey {
-	res, err := g.Stream(r.Context(), sql, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
-	if err != nil {
-		return nil
-	}
-	defer res.Close()
-	var out []engine.StorylineKey
-	for res.Next() {
-		v := res.Values()
-		f, ok1 := v[0].(string)
-		sid, ok2 := v[1].(string)
-		if ok1 && ok2 {
-			out = append(out, engine.StorylineKey{Dataset: dataset, File: f, SessionID: sid})
-		}
-	}
-	if res.Err() != nil {
-		return nil
-	}
-	return out
+	return append(agents, children...)
 }
 
 // fileLink resolves a reference to another file (a continuation, a
@@ -227,26 +206,34 @@ func (s *Server) runGroup(r *http.Request, g Generation, key engine.StorylineKey
 	if src.Kind == catalog.KindEvents { // a live trace may be ahead of the pinned runs
 		return []agentRow{self}, nil
 	}
-	sql := fmt.Sprintf(`SELECT session_id, parent_session_id, agent_name, agent_id, agent_model_name, step_count, tool_call_count,
-  prompt_tokens, completion_tokens, cost_usd, status FROM %s.runs WHERE _file_ = %s ORDER BY session_id LIMIT %d`,
-		engine.Ident(d.Mount.Alias), engine.Literal(key.File), maxFamily)
+	all, err := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s.runs WHERE _file_ = %s ORDER BY session_id LIMIT %d",
+		agentColumns, engine.Ident(d.Mount.Alias), engine.Literal(key.File), maxFamily))
+	if err != nil {
+		return nil, err
+	}
+	return family(all, self), nil
+}
+
+// agentColumns are the columns of the runs relation an agentRow holds.
+const agentColumns = `_file_, session_id, parent_session_id, agent_name, agent_id, agent_model_name, step_count, tool_call_count,
+  prompt_tokens, completion_tokens, cost_usd, status`
+
+// agentRows runs sql, which selects agentColumns, and returns its rows.
+func (s *Server) agentRows(r *http.Request, g Generation, dataset, sql string) ([]agentRow, error) {
 	rows, err := g.Stream(r.Context(), sql, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var all []agentRow
+	var out []agentRow
 	for rows.Next() {
 		v := rows.Values()
-		all = append(all, agentRow{Key: engine.StorylineKey{Dataset: key.Dataset, File: key.File, SessionID: v[0].(string)},
-			ParentSessionID: strPtr(v[1]), AgentName: strPtr(v[2]), AgentID: strPtr(v[3]), Model: strPtr(v[4]),
-			StepCount: v[5].(int64), ToolCallCount: v[6].(int64), PromptTokens: intPtr(v[7]), CompletionTokens: intPtr(v[8]),
-			CostUSD: floatPtr(v[9]), Status: v[10].(string)})
+		out = append(out, agentRow{Key: engine.StorylineKey{Dataset: dataset, File: v[0].(string), SessionID: v[1].(string)},
+			ParentSessionID: strPtr(v[2]), AgentName: strPtr(v[3]), AgentID: strPtr(v[4]), Model: strPtr(v[5]),
+			StepCount: v[6].(int64), ToolCallCount: v[7].(int64), PromptTokens: intPtr(v[8]), CompletionTokens: intPtr(v[9]),
+			CostUSD: floatPtr(v[10]), Status: v[11].(string)})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return family(all, self), nil
+	return out, rows.Err()
 }
 
 // family picks from the runs of one source the tree self belongs to: up

@@ -297,12 +297,16 @@ func TestDirectoryAuthMatrixThroughServe(t *testing.T) {
 	unknownUser := keysOf("pcak_carol", "alice-secret-0123456789")
 	akOnly := []string{directory.HeaderAccessKey, "pcak_alice"}
 	skOnly := []string{directory.HeaderSecretKey, "alice-secret-0123456789"}
+	// Outside /api the parent serves the Explorer, in Directory mode.
+	if a := p.do(t, "GET", "/runs", "", alice...); a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(a.body, `<meta name="pchronicle-mode" content="directory">`) {
+		t.Errorf("GET /runs: %d %s %.200s", a.status, a.header.Get("Content-Type"), a.body)
+	}
 	runMatrix(t, p, []matrixRow{
 		// The parent's own routes.
 		{"health", "GET", "/health", "", nil, 200, "ok"},
 		{"ready", "GET", "/ready", "", nil, 200, "ready"},
 		{"health, POST", "POST", "/health", "", nil, 405, "method_not_allowed"},
-		{"outside /api", "GET", "/index.html", "", alice, 404, "not_found"},
 		{"list, no headers", "GET", list, "", nil, 200, "pub"},
 		{"list, alice", "GET", list, "", alice, 200, "alice_only,pub"},
 		{"list, bob", "GET", list, "", bob, 200, "bob_only,pub"},

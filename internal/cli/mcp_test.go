@@ -57,10 +57,13 @@ func TestMCPOverStdio(t *testing.T) {
 	}
 	out, _ = testutil.CallTool(t, s, "describe_relations", map[string]any{"relation": "tool_calls"})
 	rel := out["relations"].([]any)[0].(map[string]any)
+	if cols, _ := rel["columns"].([]any); rel["name"] != "tool_calls" || len(cols) == 0 {
+		t.Fatalf("describe_relations tool_calls: %v", out)
+	}
 	for _, c := range rel["columns"].([]any) {
 		col := c.(map[string]any)
-		if col["meaning"] == "" {
-			t.Errorf("tool_calls.%s has no meaning", col["name"])
+		if desc, _ := col["description"].(string); desc == "" {
+			t.Errorf("tool_calls.%s has no description", col["name"])
 		}
 	}
 

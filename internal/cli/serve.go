@@ -157,7 +157,7 @@ func serve(ctx context.Context, e *env, ds *datasetFlags, sf serveFlags, args []
 		if _, err := ds.catalogOptions(); err != nil {
 			return err
 		}
-		h, stop, err := directoryHandler(ctx, log, sf.catalogConfig, sf, ds, nil)
+		h, stop, err := directoryHandler(ctx, log, sf.catalogConfig, sf, ds, web.DirectoryHandler())
 		if err != nil {
 			return err
 		}

@@ -64,15 +64,19 @@ func (s *Server) tools() {
 			}
 			return nil, answerMap{"snapshot_id": out["snapshot_id"], "datasets": out["datasets"]}, nil
 		})
-	rels := relations()
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "describe_relations", Description: "The six relations every Dataset holds (runs: one row per Storyline; steps; tool_calls; events; sources; projections) with each column's type and meaning. A join of two of them from one Dataset must include _file_ equality."},
 		func(ctx context.Context, req *sdk.CallToolRequest, in describeIn) (*sdk.CallToolResult, answerMap, error) {
+			out, err := s.call(ctx, req, "GET", "/api/schema", nil, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			rels, _ := out["relations"].([]any)
 			if in.Relation == "" {
 				return nil, answerMap{"relations": rels}, nil
 			}
 			for _, r := range rels {
-				if r.Name == in.Relation {
-					return nil, answerMap{"relations": []Relation{r}}, nil
+				if rel, _ := r.(map[string]any); rel["name"] == in.Relation {
+					return nil, answerMap{"relations": []any{rel}}, nil
 				}
 			}
 			return nil, nil, &ToolError{Code: "bad_request", Message: "no relation " + strconv.Quote(in.Relation), Hint: "one of sources, runs, steps, tool_calls, events, projections"}

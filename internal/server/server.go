@@ -133,6 +133,7 @@ func (s *Server) table() []routeDef {
 		{method: "GET", path: "/api/catalog", handle: s.getCatalog, etag: true},
 		{method: "POST", path: "/api/catalog", plain: s.postCatalog},
 		{method: "GET", path: "/api/namespaces", handle: s.namespaces, etag: true},
+		{method: "GET", path: "/api/schema", plain: s.schema},
 		{method: "GET", path: "/api/sources", handle: s.sources, etag: true},
 		{method: "GET", path: "/api/source", handle: s.source, etag: true},
 		{method: "GET", path: "/api/runs", handle: s.runs, etag: true},

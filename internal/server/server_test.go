@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,8 +17,10 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/engine"
 	"github.com/pchronicle/pchronicle/internal/generation"
+	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/server"
 	"github.com/pchronicle/pchronicle/internal/serving"
+	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -485,5 +488,141 @@ func TestRoutingIndexIsPerGeneration(t *testing.T) {
 	r = ts.query("SELECT _file_ FROM runs WHERE session_id = 's4a' ORDER BY 1", nil).ok(t)
 	if fmt.Sprint(r.json["rows"]) != "[[d0/f004.jsonl] [d0/x.jsonl]]" || r.json["source_routing"].(map[string]any)["sources"].(float64) != 2 {
 		t.Fatalf("after refresh: %s", r.body)
+	}
+}
+
+// TestStorylineAgentsFollowParentLinks: the agents of a Storyline are its
+// parent/child tree in the source, not every Storyline sharing its run_id
+// (the samples of an evaluation, the lines of a chat file).
+func TestStorylineAgentsFollowParentLinks(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"chats.jsonl": chat("s1", "m", 1) + "\n" + chat("s2", "m", 1) + "\n",
+		"team.trajectory.json": `{"schema_version": "ATIF-v1.7", "session_id": "team", "trajectory_id": "lead", "agent": {"name": "lead"},
+  "steps": [{"step_id": 1, "source": "user", "message": "go"},
+    {"step_id": 2, "source": "agent", "message": "delegating",
+     "tool_calls": [{"tool_call_id": "w", "function_name": "worker", "arguments": {}}],
+     "observation": {"results": [{"source_call_id": "w", "content": "ok", "subagent_trajectory_ref": [{"trajectory_id": "worker-1", "session_id": "team"}]}]}}],
+  "subagent_trajectories": [{"schema_version": "ATIF-v1.7", "session_id": "team", "trajectory_id": "worker-1", "agent": {"name": "worker"},
+    "steps": [{"step_id": 1, "source": "user", "message": "inspect"}]}]}`,
+	})
+	ts := start(t, true, positional(root))
+	agents := func(q string) []string {
+		t.Helper()
+		return agentIDs(t, ts, q)
+	}
+	// The samples of an Inspect evaluation share a run_id.
+	evals := start(t, true, positional(filepath.Join(testutil.SamplesDir(t), "inspect")))
+	if got := agentIDs(t, evals, "file=docent_intercode-ctf_gpt-4o_subset.eval&session_id=15/epoch-1"); !slices.Equal(got, []string{"15/epoch-1"}) {
+		t.Errorf("agents of an Inspect sample: %v, want only itself", got)
+	}
+	if got := agents("file=chats.jsonl&session_id=s1"); !slices.Equal(got, []string{"s1"}) {
+		t.Errorf("agents of a lone chat: %v, want only itself", got)
+	}
+	team := ts.get("/api/runs?sort=session_id").ok(t)
+	var sub string
+	for _, r := range team.json["runs"].([]any) {
+		if m := r.(map[string]any); m["parent_session_id"] == "team" {
+			sub = m["session_id"].(string)
+		}
+	}
+	if sub == "" {
+		t.Fatalf("no subagent run listed: %s", team.body)
+	}
+	want := []string{"team", sub}
+	if got := agents("file=team.trajectory.json&session_id=team"); !slices.Equal(got, want) {
+		t.Errorf("agents of the lead: %v, want %v", got, want)
+	}
+	if got := agents("file=team.trajectory.json&session_id=" + url.QueryEscape(sub)); !slices.Equal(got, want) {
+		t.Errorf("agents of the worker: %v, want %v", got, want)
+	}
+}
+
+// agentIDs are the session ids of GET /api/storyline's agents.
+func agentIDs(t *testing.T, ts *testServer, q string) []string {
+	t.Helper()
+	var ids []string
+	for _, a := range ts.get("/api/storyline?" + q).ok(t).json["agents"].([]any) {
+		ids = append(ids, a.(map[string]any)["key"].(map[string]any)["session_id"].(string))
+	}
+	return ids
+}
+
+// TestStorylineLinksAcrossFiles: a Claude Code subagent written to its own
+// file (<session>/subagents/agent-*.jsonl) links to its parent session in
+// the main file, and the parent lists it among its subagents.
+func TestStorylineLinksAcrossFiles(t *testing.T) {
+	const sid = "c4d5e6f7-1a2b-4c3d-8e9f-0a1b2c3d4e5f"
+	fixtures := filepath.Join(testutil.RepoRoot(t), "internal", "format", "claudecode", "testdata")
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	root := t.TempDir()
+	agentFile := sid + "/subagents/agent-a1b2c3d.jsonl"
+	writeFiles(t, root, map[string]string{
+		sid + ".jsonl": strings.ReplaceAll(read("session-basic.jsonl"), "7f3c2a1e-5b6d-4c8e-9a0f-1e2d3c4b5a69", sid),
+		agentFile:      read("agent-a1b2c3d.jsonl"),
+	})
+	ts := start(t, true, positional(root))
+	child := ts.get("/api/storyline?file=" + url.QueryEscape(agentFile) + "&session_id=" + url.QueryEscape(sid+"/a1b2c3d")).ok(t)
+	parent, _ := child.json["links"].(map[string]any)["parent"].(map[string]any)
+	if parent["_file_"] != sid+".jsonl" || parent["session_id"] != sid {
+		t.Errorf("the subagent's parent link: %v", child.json["links"])
+	}
+	main := ts.get("/api/storyline?file=" + url.QueryEscape(sid+".jsonl") + "&session_id=" + sid).ok(t)
+	found := false
+	for _, l := range main.json["links"].(map[string]any)["subagents"].([]any) {
+		k, _ := l.(map[string]any)["key"].(map[string]any)
+		found = found || (k["_file_"] == agentFile && k["session_id"] == sid+"/a1b2c3d")
+	}
+	if !found {
+		t.Errorf("the parent does not list its subagent in another file: %v", main.json["links"])
+	}
+	if got := agentIDs(t, ts, "file="+url.QueryEscape(sid+".jsonl")+"&session_id="+sid); !slices.Equal(got, []string{sid, sid + "/a1b2c3d"}) {
+		t.Errorf("the parent's agents: %v", got)
+	}
+}
+
+// TestSchemaDescribesEveryColumn: GET /api/schema gives every column of
+// every row relation with its type and a description, from the docs.
+func TestSchemaDescribesEveryColumn(t *testing.T) {
+	ts := start(t, true, positional(t.TempDir()))
+	var got struct {
+		Relations []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			Columns     []struct {
+				Name, Type, Description string
+			} `json:"columns"`
+		} `json:"relations"`
+	}
+	if err := json.Unmarshal(ts.get("/api/schema").ok(t).body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, rel := range got.Relations {
+		names = append(names, rel.Name)
+		if rel.Description == "" || len(rel.Columns) == 0 {
+			t.Errorf("%s: description %q, %d columns", rel.Name, rel.Description, len(rel.Columns))
+		}
+		cols := map[string]string{}
+		for _, c := range rel.Columns {
+			if c.Type == "" || c.Description == "" || strings.ContainsAny(c.Description, "`") {
+				t.Errorf("%s.%s: type %q, description %q", rel.Name, c.Name, c.Type, c.Description)
+			}
+			cols[c.Name] = strings.Fields(c.Type)[0] // "VARCHAR (JSON)": a JSON document in text
+		}
+		for _, c := range model.Schemas[rel.Name] {
+			if cols[c.Name] != c.SQLType {
+				t.Errorf("%s.%s: described as %q, the schema says %s", rel.Name, c.Name, cols[c.Name], c.SQLType)
+			}
+		}
+	}
+	if want := "runs,steps,tool_calls,events,sources,projections"; strings.Join(names, ",") != want {
+		t.Errorf("relations %v, want %s", names, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/pchronicle/pchronicle/internal/catalog"
@@ -94,6 +95,7 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 	if err != nil {
 		return err
 	}
+	agents = s.crossFileLinks(r, g, key, run, agents, links)
 	m := runObject(model.ColumnNames(model.RelRuns), model.Values(run))
 	body := map[string]any{"snapshot_id": g.ID(), "key": key, "run": m, "links": links, "agents": agents, "coordinates": nil}
 	// Where a canonical Storyline physically lives, for the writers that
@@ -103,6 +105,44 @@ func (s *Server) storyline(w http.ResponseWriter, r *http.Request, g Generation)
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// maxCrossFileChildren bounds the subagents in other files a Storyline
+// lists.
+const maxCrossFileChildren = 100
+
+// crossFileLinks resolves parent/child links between sources, as Claude
+// Code writes them (a subagent in <session>/subagents/agent-*.jsonl names
+// its parent's session): a parent that is not in the Storyline's own
+// source is the one run of the Dataset with that session_id, and the runs
+// of other sources that name this Storyline as their parent are its
+// subagents, listed among its links and its agents. The links are best
+// effort: a failed lookup leaves them as they were.
+func (s *Server) crossFileLinks(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run, agents []agentRow, links map[string]any) []agentRow {
+	d, err := lookupDataset(g.Snapshot(), key.Dataset)
+	if err != nil {
+		return agents
+	}
+	rel := engine.Ident(d.Mount.Alias) + ".runs"
+	if run.ParentSessionID != nil && !slices.ContainsFunc(agents, func(a agentRow) bool { return a.Key.SessionID == *run.ParentSessionID }) {
+		parents, _ := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s WHERE session_id = %s AND _file_ <> %s LIMIT 2",
+			agentColumns, rel, engine.Literal(*run.ParentSessionID), engine.Literal(key.File)))
+		if len(parents) == 1 {
+			links["parent"] = &parents[0].Key
+		}
+	}
+	children, _ := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s WHERE parent_session_id = %s AND _file_ <> %s ORDER BY _file_, session_id LIMIT %d",
+		agentColumns, rel, engine.Literal(key.SessionID), engine.Literal(key.File), maxCrossFileChildren))
+	if len(children) == 0 {
+		return agents
+	}
+	subs, _ := links["subagents"].([]Link)
+	for i := range children {
+		c := children[i].Key
+		subs = append(subs, Link{Key: &c, Ref: map[string]string{"trajectory_path": c.File, "session_id": c.SessionID}})
+	}
+	links["subagents"] = subs
+	return append(agents, children...)
 }
 
 // fileLink resolves a reference to another file (a continuation, a
@@ -143,7 +183,14 @@ func (s *Server) fileLink(r *http.Request, g Generation, from engine.StorylineKe
 	return Link{Key: &engine.StorylineKey{Dataset: from.Dataset, File: target, SessionID: session}, Ref: raw}
 }
 
-// runGroup lists the Storylines of the run in the same source.
+// maxFamily bounds the runs of one source read to find a Storyline's
+// agents.
+const maxFamily = 10000
+
+// runGroup lists the agents of the run in the same source: the Storyline's
+// root (followed up its parent links) and every Storyline below it, root
+// first. It follows parent/child links, not run_id: the samples of an
+// evaluation share a run_id and are not each other's agents.
 func (s *Server) runGroup(r *http.Request, g Generation, key engine.StorylineKey, run *model.Run) ([]agentRow, error) {
 	d, err := lookupDataset(g.Snapshot(), key.Dataset)
 	if err != nil {
@@ -159,30 +206,71 @@ func (s *Server) runGroup(r *http.Request, g Generation, key engine.StorylineKey
 	if src.Kind == catalog.KindEvents { // a live trace may be ahead of the pinned runs
 		return []agentRow{self}, nil
 	}
-	sql := fmt.Sprintf(`SELECT session_id, parent_session_id, agent_name, agent_id, agent_model_name, step_count, tool_call_count,
-  prompt_tokens, completion_tokens, cost_usd, status FROM %s.runs WHERE _file_ = %s AND run_id = %s ORDER BY parent_session_id NULLS FIRST, session_id LIMIT 1000`,
-		engine.Ident(d.Mount.Alias), engine.Literal(key.File), engine.Literal(run.RunID))
+	all, err := s.agentRows(r, g, key.Dataset, fmt.Sprintf("SELECT %s FROM %s.runs WHERE _file_ = %s ORDER BY session_id LIMIT %d",
+		agentColumns, engine.Ident(d.Mount.Alias), engine.Literal(key.File), maxFamily))
+	if err != nil {
+		return nil, err
+	}
+	return family(all, self), nil
+}
+
+// agentColumns are the columns of the runs relation an agentRow holds.
+const agentColumns = `_file_, session_id, parent_session_id, agent_name, agent_id, agent_model_name, step_count, tool_call_count,
+  prompt_tokens, completion_tokens, cost_usd, status`
+
+// agentRows runs sql, which selects agentColumns, and returns its rows.
+func (s *Server) agentRows(r *http.Request, g Generation, dataset, sql string) ([]agentRow, error) {
 	rows, err := g.Stream(r.Context(), sql, engine.QueryOptions{MaxRows: -1, Timeout: s.cfg.MaxTimeout})
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []agentRow{}
+	var out []agentRow
 	for rows.Next() {
 		v := rows.Values()
-		a := agentRow{Key: engine.StorylineKey{Dataset: key.Dataset, File: key.File, SessionID: v[0].(string)},
-			ParentSessionID: strPtr(v[1]), AgentName: strPtr(v[2]), AgentID: strPtr(v[3]), Model: strPtr(v[4]),
-			StepCount: v[5].(int64), ToolCallCount: v[6].(int64), PromptTokens: intPtr(v[7]), CompletionTokens: intPtr(v[8]),
-			CostUSD: floatPtr(v[9]), Status: v[10].(string)}
-		out = append(out, a)
+		out = append(out, agentRow{Key: engine.StorylineKey{Dataset: dataset, File: v[0].(string), SessionID: v[1].(string)},
+			ParentSessionID: strPtr(v[2]), AgentName: strPtr(v[3]), AgentID: strPtr(v[4]), Model: strPtr(v[5]),
+			StepCount: v[6].(int64), ToolCallCount: v[7].(int64), PromptTokens: intPtr(v[8]), CompletionTokens: intPtr(v[9]),
+			CostUSD: floatPtr(v[10]), Status: v[11].(string)})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return out, rows.Err()
+}
+
+// family picks from the runs of one source the tree self belongs to: up
+// its parent links to the root, then every descendant, breadth first. A
+// parent outside the source (or a cycle) ends the walk up.
+func family(all []agentRow, self agentRow) []agentRow {
+	byID := make(map[string]int, len(all))
+	children := map[string][]int{}
+	for i, a := range all {
+		byID[a.Key.SessionID] = i
+		if a.ParentSessionID != nil {
+			children[*a.ParentSessionID] = append(children[*a.ParentSessionID], i)
+		}
 	}
-	if len(out) == 0 {
-		out = append(out, self)
+	root, seen := self, map[string]bool{self.Key.SessionID: true}
+	for root.ParentSessionID != nil {
+		i, ok := byID[*root.ParentSessionID]
+		if !ok || seen[all[i].Key.SessionID] {
+			break
+		}
+		seen[all[i].Key.SessionID] = true
+		root = all[i]
 	}
-	return out, nil
+	if i, ok := byID[root.Key.SessionID]; ok {
+		root = all[i]
+	}
+	out := []agentRow{root}
+	visited := map[string]bool{root.Key.SessionID: true}
+	for k := 0; k < len(out); k++ {
+		for _, i := range children[out[k].Key.SessionID] { // all is sorted by session_id
+			if id := all[i].Key.SessionID; !visited[id] {
+				visited[id] = true
+				out = append(out, all[i])
+			}
+		}
+	}
+	return out
 }
 
 func strPtr(v any) *string {

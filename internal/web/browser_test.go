@@ -140,8 +140,10 @@ func browser(t *testing.T, width, height int) context.Context {
 
 // probeScript is installed through DevTools, outside the page's CSP.
 const probeScript = `
-window.__pc = { violations: [], longTasks: [] };
+window.__pc = { violations: [], longTasks: [], errors: [] };
 document.addEventListener('securitypolicyviolation', (e) => window.__pc.violations.push(e.violatedDirective + ' ' + e.blockedURI));
+window.addEventListener('error', (e) => window.__pc.errors.push(String(e.message) + ' at ' + e.filename + ':' + e.lineno));
+window.addEventListener('unhandledrejection', (e) => window.__pc.errors.push(String(e.reason && e.reason.stack || e.reason)));
 try {
   new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__pc.longTasks.push({ start: e.startTime, duration: e.duration }); }).observe({ type: 'longtask', buffered: true });
 } catch (e) {}

@@ -203,3 +203,62 @@ func manyRuns(add func(*model.Storyline), file string, n int) {
 		add(sl)
 	}
 }
+
+// readableFile's name hides a right-to-left override: shown raw,
+// "notes‮fdp.trajectory.json" reads as "notesnosj.yrotcejart.pdf".
+const readableFile = "notes\u202efdp.trajectory.json"
+
+// tinyPNG is a 1×1 PNG, as a message's inline image carries it.
+const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// readableATIF has what a transcript must make readable: Markdown with raw
+// HTML and an inline image, ANSI colors and invisible characters in a
+// result, and a final call that never got a result and has no arguments
+// after a list item indented as code (which once hung the renderer).
+var readableATIF = `{
+  "schema_version": "ATIF-v1.6",
+  "session_id": "readable",
+  "agent": {"name": "reader"},
+  "steps": [
+    {"step_id": 1, "timestamp": "2026-03-04T10:00:00Z", "source": "user",
+     "message": "# Plan\n\nRun **the tests** and ` + "`go vet`" + `:\n\n` + "```go\\nfunc main() {}\\n```" + `\n\n- first\n- second\n\n<b>raw html</b> stays text. ![chart](data:image/png;base64,` + tinyPNG + `)"},
+    {"step_id": 2, "timestamp": "2026-03-04T10:00:01Z", "source": "agent", "message": "Running them.",
+     "tool_calls": [{"tool_call_id": "t1", "function_name": "bash", "arguments": {"cmd": "go test"}}],
+     "observation": {"results": [{"source_call_id": "t1", "content": "\u001b[31mFAIL\u001b[0m in report\u202efdp.jsonl"}]}},
+    {"step_id": 3, "timestamp": "2026-03-04T10:00:02Z", "source": "agent", "message": "Giving up:\n\n    - an item indented as code",
+     "tool_calls": [{"tool_call_id": "t2", "function_name": "finish", "arguments": null}]}
+  ]
+}`
+
+// craftedDataset is a Dataset of the trajectories above that the samples
+// lack.
+func craftedDataset(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{readableFile: readableATIF, "team/team.trajectory.json": multiagentATIF,
+		"diverge/a.trajectory.json": divergingATIF("a", "ls -la"), "diverge/b.trajectory.json": divergingATIF("b", "ls -la /tmp")}
+	for name, body := range files {
+		if err := writeFile(filepath.Join(dir, name), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// divergeAt is the first step at which the two diverging runs differ:
+// past the first page of Compare's rows.
+const divergeAt = 600
+
+// divergingATIF is a 700-step run whose steps are the same in every copy
+// but step divergeAt, which runs cmd.
+func divergingATIF(session, cmd string) string {
+	steps := make([]string, 0, 700)
+	for i := 0; i < 700; i++ {
+		msg := fmt.Sprintf("step %d: reading the logs", i)
+		if i == divergeAt {
+			msg = "now running " + cmd + " to look"
+		}
+		steps = append(steps, fmt.Sprintf(`{"step_id": %d, "source": "agent", "message": %q}`, i+1, msg))
+	}
+	return fmt.Sprintf(`{"schema_version": "ATIF-v1.6", "session_id": %q, "agent": {"name": "long"}, "steps": [%s]}`, session, strings.Join(steps, ","))
+}

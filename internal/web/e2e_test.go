@@ -175,7 +175,7 @@ func TestExplorer(t *testing.T) {
 		p.open(storylinePath("ex", "big/payload.trajectory.json", "payload", "step", "0"))
 		p.until("a preview with the true size", `document.querySelector('#step-detail').dataset.step === '0' &&
 			document.querySelector('#step-detail .size-note').textContent.startsWith('showing the first 20,000 characters of 293 KB')`)
-		if n := p.str(`String(document.querySelector('#step-detail pre[data-field=message]').textContent.length)`); n != "20000" {
+		if n := p.str(`String(document.querySelector('#step-detail [data-field=message]').textContent.length)`); n != "20000" {
 			t.Fatalf("preview of %s characters", n)
 		}
 		// Download fetches the whole body as text, Load all shows it.
@@ -189,8 +189,8 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("download of the message: %+v", got)
 		}
 		p.clickX("//button[text()='Load all']")
-		p.until("the whole message", `document.querySelector('#step-detail pre[data-field=message]').textContent.length === `+fmt.Sprint(len(payloadMessage))+` &&
-			document.querySelector('#step-detail pre[data-field=message]').textContent.endsWith('THE-END')`)
+		p.until("the whole message", `document.querySelector('#step-detail [data-field=message]').textContent.length === `+fmt.Sprint(len(payloadMessage))+` &&
+			document.querySelector('#step-detail [data-field=message]').textContent.endsWith('THE-END')`)
 		// The Storyline downloads in each export format.
 		for _, as := range []string{"atif", "openai", "canonical"} {
 			p.eval(`fetch([...document.querySelectorAll('a.download')].find(a => a.href.includes('as=`+as+`')).href).then(async r => ({status: r.status, size: (await r.text()).length, disp: r.headers.get('Content-Disposition')}))`, &got)
@@ -205,6 +205,9 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open(storylinePath("ex", "team/team.trajectory.json", "team-run"))
 		p.until("agents with totals", `document.querySelectorAll('#agents tbody tr').length === 2 && document.querySelector('#agents tfoot').textContent.includes('total')`)
+		// The call that started the worker links to it.
+		p.click("#step-row-1")
+		p.until("the call's subagent link", `document.querySelector('#step-detail').dataset.step === '1' && document.querySelector('#step-detail .call a.subagent-link[href*="worker-1"]')`)
 		p.click("#story-links a[href*='worker-1']")
 		p.until("the subagent's Storyline", `decodeURIComponent(location.search).includes('session_id=team-run/worker-1') && document.querySelector('h1').textContent.includes('worker')`)
 		p.until("its parent link", `[...document.querySelectorAll('#story-links a')].some(a => a.textContent === 'team-run')`)
@@ -215,7 +218,7 @@ func TestExplorer(t *testing.T) {
 		p.t = t
 		p.open(storylinePath("ex", "cont/part1.trajectory.json", "cont-run"))
 		p.until("the link", `[...document.querySelectorAll('#story-links a')].some(a => a.textContent === 'part2.trajectory.json')`)
-		p.clickX("//div[@id='story-links']//a[text()='part2.trajectory.json']")
+		p.clickX("//div[@id='story-links']//a[.='part2.trajectory.json']")
 		p.until("the next segment", `decodeURIComponent(location.search).includes('file=cont/part2.trajectory.json') &&
 			(document.querySelector('#step-row-0') || {}).textContent?.includes('segment 2')`)
 	})
@@ -278,7 +281,20 @@ func TestExplorer(t *testing.T) {
 		if !strings.Contains(p.location(), "a_session_id=line-") || !strings.Contains(p.location(), "b_session_id=line-") {
 			t.Fatalf("the compare pair is not in the URL: %s", p.location())
 		}
+		// The changed row shows its words that differ; the detail of the
+		// selected row (the first divergence) too.
+		p.until("the difference of the first divergence", `document.querySelector('#compare-detail').dataset.row === '1' && document.querySelector('#compare-detail ins, #compare-detail del')`)
+		if got := p.str(`String(document.querySelectorAll('#compare-rows .cmp-row.changed ins, #compare-rows .cmp-row.changed del').length > 0)`); got != "true" {
+			t.Fatalf("a changed row marks no word")
+		}
+		// Next change skips the rows that are the same; "changed only" hides them.
+		p.click("#next-change")
+		p.until("the next change", `(r => r && !r.classList.contains('same') && r.dataset.row !== '1')(document.querySelector('#compare-rows .cmp-row[aria-selected=true]'))`)
+		p.click("#changed-only")
+		p.until("only changes shown", `[...document.querySelectorAll('#compare-rows .cmp-row.same')].every(r => r.offsetParent === null)`)
+		checkNoOverlap(t, p, "#compare-rows .cmp-row", "#compare-sides")
 		p.shot("compare")
+		p.click("#changed-only")
 	})
 
 	t.Run("search to step", func(t *testing.T) {
@@ -327,6 +343,25 @@ func TestExplorer(t *testing.T) {
 			t.Fatalf("the editor's caret is at %q, want the start of nope", sel)
 		}
 		p.shot("sql-error")
+		// The schema browser lists the relations with their column types;
+		// completion offers the columns of the relations named.
+		p.open("/sql?dataset=ex")
+		p.until("the schema", `[...document.querySelectorAll('#sql-schema .schema-rel')].some(r => r.dataset.relation === 'runs' && r.textContent.includes('step_count') && r.textContent.includes('bigint') &&
+			r.textContent.includes('One row per Storyline') && r.textContent.includes('Run grouping key'))`)
+		run(t, p.ctx, "type a prefix", js(`(e => { e.value = ' FROM ex.runs'; e.focus(); e.setSelectionRange(0, 0); })(document.querySelector('#sql-editor'))`),
+			chromedp.KeyEvent("SELECT tool_c"))
+		p.until("a completion", `!document.querySelector('#sql-suggest').hidden && document.querySelector('#sql-suggest').textContent.includes('tool_call_count')`)
+		run(t, p.ctx, "Tab", chromedp.KeyEvent("	"))
+		p.until("completed", `document.querySelector('#sql-editor').value.startsWith('SELECT tool_call')`)
+		p.shot("sql-completion")
+		// DuckDB shows a long line cut around the error: the caret still
+		// lands on the column it names.
+		long := "SELECT _file_, session_id, agent_name, agent_model_name, step_count, tool_call_count, prompt_tokens, completion_tokens, cost_usd, nope FROM ex.runs"
+		p.open("/sql?dataset=ex&sql=" + url.QueryEscape(long))
+		p.until("error with its position", `(document.querySelector('#sql-error-pos') || {}).textContent === 'at line 1, column `+fmt.Sprint(strings.Index(long, "nope")+1)+`'`)
+		if sel := p.str(`(e => e.value.slice(e.selectionStart, e.selectionStart + 4))(document.querySelector('#sql-editor'))`); sel != "nope" {
+			t.Fatalf("the editor's caret is at %q, want the start of nope", sel)
+		}
 	})
 
 	t.Run("keyboard", func(t *testing.T) {

@@ -45,16 +45,19 @@ func SecurityHeaders(h http.Header) {
 
 // assets are the embedded files, by their path under static/.
 type assets struct {
-	version string
-	files   map[string][]byte
-	shell   []byte
+	version  string
+	files    map[string][]byte
+	shell    []byte // for serve over Datasets
+	dirShell []byte // for serve with a Directory
 }
 
-// In index.html, versionPlaceholder is replaced by the asset version and
-// the line preloadPlaceholder by a modulepreload link per module.
+// In index.html, versionPlaceholder is replaced by the asset version, the
+// line preloadPlaceholder by a modulepreload link per module, and
+// modePlaceholder by the server's mode ("datasets" or "directory").
 const (
 	versionPlaceholder = "__ASSET_VERSION__"
 	preloadPlaceholder = "<!-- modules -->"
+	modePlaceholder    = "__SERVER_MODE__"
 )
 
 func load() (*assets, error) {
@@ -95,7 +98,9 @@ func load() (*assets, error) {
 		}
 	}
 	shell := bytes.Replace(a.files["index.html"], []byte(preloadPlaceholder+"\n"), preload.Bytes(), 1)
-	a.shell = bytes.ReplaceAll(shell, []byte(versionPlaceholder), []byte(a.version))
+	shell = bytes.ReplaceAll(shell, []byte(versionPlaceholder), []byte(a.version))
+	a.shell = bytes.Replace(shell, []byte(modePlaceholder), []byte("datasets"), 1)
+	a.dirShell = bytes.Replace(shell, []byte(modePlaceholder), []byte("directory"), 1)
 	return a, nil
 }
 
@@ -115,7 +120,15 @@ func Version() string { return current().version }
 
 // Handler serves the Explorer: assets under /assets/<version>/ and the HTML
 // shell for every other GET (the page routes on the path itself).
-func Handler() http.Handler {
+func Handler() http.Handler { return handler(current().shell) }
+
+// DirectoryHandler serves the Explorer of a serve with a Directory: the
+// page asks for keys on a 401 and does not pin a Snapshot, since each of
+// its requests is answered by a worker over the caller's Datasets of the
+// moment (docs/web.md, "Directory mode").
+func DirectoryHandler() http.Handler { return handler(current().dirShell) }
+
+func handler(shell []byte) http.Handler {
 	a := current()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		SecurityHeaders(w.Header())
@@ -134,7 +147,7 @@ func Handler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(a.shell)
+		w.Write(shell)
 	})
 }
 

@@ -95,3 +95,16 @@ func readBody(t *testing.T, h http.Handler, path string) string {
 	}
 	return string(b)
 }
+
+// TestShellNamesTheServerMode: the page learns from its shell whether it
+// talks to a Directory (keys, no pinned Snapshot) or to plain serve.
+func TestShellNamesTheServerMode(t *testing.T) {
+	for _, tc := range []struct {
+		h    http.Handler
+		mode string
+	}{{web.Handler(), "datasets"}, {web.DirectoryHandler(), "directory"}} {
+		if b := readBody(t, tc.h, "/runs"); !strings.Contains(b, `<meta name="pchronicle-mode" content="`+tc.mode+`">`) {
+			t.Errorf("the shell does not say %s mode", tc.mode)
+		}
+	}
+}

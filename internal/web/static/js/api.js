@@ -41,6 +41,10 @@ export function url(path, params) {
   return '/api/' + path + (s ? '?' + s : '');
 }
 
+// unauthorized observers are told of every 401: a Directory wants keys.
+const unauthorized = new Set();
+export function onUnauthorized(fn) { unauthorized.add(fn); return () => unauthorized.delete(fn); }
+
 // observers are told the snapshot_id of every answer (the page pins one).
 const observers = new Set();
 export function onSnapshot(fn) { observers.add(fn); return () => observers.delete(fn); }
@@ -66,7 +70,11 @@ async function request(method, u, body, opts) {
   let data = null;
   const ctype = res.headers.get('Content-Type') || '';
   if (ctype.includes('json')) data = await res.json();
-  if (!res.ok) throw new ApiError(res.status, data);
+  if (!res.ok) {
+    const e = new ApiError(res.status, data);
+    if (res.status === 401) unauthorized.forEach((fn) => fn(e));
+    throw e;
+  }
   if (data && data.snapshot_id && !opts.quiet) observers.forEach((fn) => fn(data.snapshot_id));
   return data;
 }
@@ -79,7 +87,9 @@ export async function blob(method, u, body) {
   if (!res.ok) {
     let data = null;
     try { data = await res.json(); } catch { /* not JSON */ }
-    throw new ApiError(res.status, data);
+    const e = new ApiError(res.status, data);
+    if (res.status === 401) unauthorized.forEach((fn) => fn(e));
+    throw e;
   }
   return res.blob();
 }

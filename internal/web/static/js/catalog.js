@@ -16,7 +16,9 @@ export async function render(root, app) {
   const c = app.catalog;
   const last = c.refresh && c.refresh.last_refresh;
   const status = h('div', { class: 'report', role: 'status', 'aria-live': 'polite' });
-  const refresh = h('button', { type: 'button', class: 'primary', id: 'refresh' }, 'Refresh');
+  // A Directory answers each request over the Datasets of the moment:
+  // there is no Snapshot of the server's to rebuild.
+  const refresh = h('button', { type: 'button', class: 'primary', id: 'refresh', hidden: app.directory }, 'Refresh');
   refresh.addEventListener('click', async () => {
     refresh.disabled = true;
     clear(status).appendChild(h('span', { class: 'muted' }, 'Refreshing: discovering and pinning sources…'));
@@ -47,6 +49,10 @@ export async function render(root, app) {
       card('errors', c.error_policy, 'error policy'),
       last ? card('last refresh', last.outcome, `${last.trigger}, ${time(last.started_at)}${last.error ? ': ' + last.error : ''}`) : null),
     status));
+  if (app.directory && !c.datasets.length) {
+    root.appendChild(h('p', { id: 'no-datasets' }, 'No Dataset is public on this Directory. Enter your keys in ',
+      h('a', { href: '/settings', 'data-nav': true }, 'Settings → Keys'), ' to see yours.'));
+  }
   for (const d of datasets) root.appendChild(datasetSection(d, app));
 }
 

@@ -4,7 +4,9 @@
 import * as api from './api.js';
 import { h, clear } from './dom.js';
 import { int, usd, duration, signed } from './fmt.js';
-import { errorBox, Selection } from './ui.js';
+import { errorBox, button } from './ui.js';
+import { visible } from './text.js';
+import { sides } from './diff.js';
 
 export const title = 'Compare';
 
@@ -36,34 +38,160 @@ export async function render(root, app) {
   }
   status.remove();
   root.appendChild(summary(app, r));
-  const list = h('div', { id: 'compare-rows', role: 'table', 'aria-label': 'aligned steps' },
-    h('div', { class: 'cmp-row head', role: 'row' }, ['', 'A', 'B', 'Δ tokens'].map((x) => h('span', { role: 'columnheader' }, x))));
-  root.appendChild(list);
-  const sel = new Selection(app, {
-    onOpen: (i, row) => { const l = row.querySelector('a'); if (l) l.click(); },
-    onSelect: (i) => app.replace({ ...query, row: i }),
-  });
-  const rows = [];
-  const add = (page) => {
+  new CompareView(root, app, query, a, b, r).start(+(p.get('row') ?? -1));
+}
+
+// CompareView is the aligned rows, paged from the server, with a selection
+// that can skip to the next change, a "changed only" filter, and the
+// selected row's text difference.
+class CompareView {
+  constructor(root, app, query, a, b, first) {
+    Object.assign(this, { root, app, query, a, b, first });
+    this.rows = [];   // row elements, in order
+    this.data = [];   // the rows as the server sent them
+    this.next = first.next_from;
+    this.index = -1;
+    this.detailSeq = 0;
+  }
+
+  start(wantRow) {
+    const r = this.first;
+    this.changedOnly = h('input', { type: 'checkbox', id: 'changed-only' });
+    this.changedOnly.addEventListener('change', () => {
+      this.list.classList.toggle('changed-only', this.changedOnly.checked);
+      if (this.index >= 0 && this.hidden(this.index)) this.step(1, true);
+    });
+    this.position = h('span', { class: 'muted', id: 'change-pos', role: 'status' });
+    const bar = h('div', { class: 'toolbar cmp-bar' },
+      button('← previous change', 'previous change (N)', () => this.step(-1, true), { id: 'prev-change' }),
+      button('next change →', 'next change (n)', () => this.step(1, true), { id: 'next-change' }),
+      r.first_divergence >= 0 ? button('first divergence (row ' + r.first_divergence + ')', 'go to the first row that differs', () => this.goTo(r.first_divergence), { id: 'first-divergence' }) : null,
+      h('label', { class: 'inline' }, this.changedOnly, ' changed only'),
+      this.position);
+    this.list = h('div', { id: 'compare-rows', role: 'table', 'aria-label': 'aligned steps', tabindex: '0' },
+      h('div', { class: 'cmp-row head', role: 'row' }, ['', 'A', 'B', 'Δ tokens'].map((x) => h('span', { role: 'columnheader' }, x))));
+    this.list.addEventListener('click', (e) => {
+      const row = e.target.closest('.cmp-row[data-row]');
+      if (row && !e.target.closest('a')) this.select(+row.dataset.row);
+    });
+    this.more = h('button', { type: 'button', hidden: this.next === null }, 'More rows');
+    this.more.addEventListener('click', () => this.loadMore().catch((e) => this.app.notice(e.message, { error: true })));
+    this.detail = h('section', { id: 'compare-detail', class: 'cmp-detail', 'aria-label': 'difference of the selected row' },
+      h('p', { class: 'muted' }, 'Select a row to see the difference of its text.'));
+    this.root.append(bar, this.list, h('div', { class: 'pager' }, this.more, h('span', { class: 'muted' }, `${int(r.total_rows)} aligned rows`)), this.detail);
+    this.add(r);
+    const k = this.app.keys;
+    k.next = () => this.step(1, false);
+    k.prev = () => this.step(-1, false);
+    k.first = () => this.select(0);
+    k.last = () => this.select(this.rows.length - 1);
+    k.findNext = () => this.step(1, true);
+    k.findPrev = () => this.step(-1, true);
+    k.open = () => { const l = this.rows[this.index] && this.rows[this.index].querySelector('a'); if (l) l.click(); };
+    const want = wantRow >= 0 ? wantRow : Math.max(0, r.first_divergence);
+    this.goTo(want).catch((e) => this.app.notice(e.message, { error: true }));
+  }
+
+  add(page) {
     for (const row of page.rows) {
-      const el = cmpRow(app, row, a, b);
-      list.appendChild(el);
-      rows.push(el);
+      const el = cmpRow(this.app, row, this.a, this.b);
+      el.dataset.row = String(this.rows.length);
+      el.setAttribute('aria-selected', 'false');
+      this.list.appendChild(el);
+      this.rows.push(el);
+      this.data.push(row);
     }
-    sel.setRows(rows);
-  };
-  add(r);
-  let next = r.next_from;
-  const more = h('button', { type: 'button', hidden: next === null }, 'More rows');
-  more.addEventListener('click', async () => {
-    const pg = await api.get('compare', { ...query, from: next, limit: ROWS });
-    add(pg);
-    next = pg.next_from;
-    more.hidden = next === null;
-  });
-  root.appendChild(h('div', { class: 'pager' }, more, h('span', { class: 'muted' }, `${int(r.total_rows)} aligned rows`)));
-  const want = +(p.get('row') || (r.first_divergence >= 0 ? r.first_divergence : 0));
-  if (want < rows.length) sel.select(want);
+    this.next = page.next_from;
+    this.more.hidden = this.next === null;
+    this.updatePosition();
+  }
+
+  async loadMore() {
+    if (this.next === null) return false;
+    this.add(await api.get('compare', { ...this.query, from: this.next, limit: ROWS }));
+    return true;
+  }
+
+  // goTo selects row i, loading the pages up to it: the first divergence
+  // may lie far past the first page.
+  async goTo(i) {
+    while (i >= this.rows.length && await this.loadMore()) { /* next page */ }
+    if (i < this.rows.length) this.select(i);
+  }
+
+  hidden(i) { return this.changedOnly.checked && this.data[i].op === 'same'; }
+
+  // step moves to the next (dir 1) or previous (-1) visible row, or with
+  // changes to the next row that is not the same on both sides, loading
+  // pages as it goes.
+  async step(dir, changes) {
+    let i = this.index;
+    for (;;) {
+      i += dir;
+      if (i < 0) return;
+      if (i >= this.rows.length && !(await this.loadMore())) return;
+      if (this.hidden(i) || (changes && this.data[i].op === 'same')) continue;
+      this.select(i);
+      return;
+    }
+  }
+
+  select(i) {
+    if (i < 0 || i >= this.rows.length) return;
+    if (this.index >= 0) this.rows[this.index].setAttribute('aria-selected', 'false');
+    this.index = i;
+    const el = this.rows[i];
+    el.setAttribute('aria-selected', 'true');
+    el.scrollIntoView({ block: 'nearest' });
+    this.app.replace({ ...this.query, row: i });
+    this.updatePosition();
+    this.showDetail(i);
+  }
+
+  updatePosition() {
+    const changes = this.data.reduce((n, r) => n + (r.op === 'same' ? 0 : 1), 0);
+    const at = this.index >= 0 && this.data[this.index].op !== 'same' ? this.data.slice(0, this.index + 1).filter((r) => r.op !== 'same').length : 0;
+    this.position.textContent = (at ? `change ${at} of ${changes}` : `${changes} changes`) + (this.next !== null ? ' in the rows loaded' : '');
+  }
+
+  // showDetail shows the selected row's text on both sides, word by word.
+  async showDetail(i) {
+    const seq = ++this.detailSeq;
+    const row = this.data[i];
+    clear(this.detail).appendChild(h('p', { class: 'muted' }, 'Loading row ' + i + '…'));
+    const body = (side, key) => (side ? api.get('storyline/bodies', { dataset: key.dataset, file: key._file_, session_id: key.session_id, from: side.step_index, limit: 1, max_chars: DETAIL_CHARS })
+      .then((res) => stepText(res.steps[0])) : Promise.resolve(''));
+    let ta, tb;
+    try {
+      [ta, tb] = await Promise.all([body(row.a, this.a), body(row.b, this.b)]);
+    } catch (e) {
+      if (seq === this.detailSeq) clear(this.detail).appendChild(errorBox(e));
+      return;
+    }
+    if (seq !== this.detailSeq) return;
+    const d = sides(ta, tb);
+    const col = (label, side, nodes) => h('div', { class: 'cmp-side' }, h('h3', null, label, side ? ' · step ' + side.step_index : ' · no step'), h('pre', { class: 'body-text diff' }, nodes));
+    clear(this.detail).append(
+      h('h2', null, 'Row ' + i + ' ', h('span', { class: 'chip' }, row.op.replace('_', ' ')), row.differs ? h('span', { class: 'muted' }, ' ' + row.differs.join(', ')) : null),
+      h('div', { class: 'cmp-sides', id: 'compare-sides' }, col('A', row.a, d.a), col('B', row.b, d.b)));
+    this.detail.dataset.row = String(i);
+  }
+}
+
+const DETAIL_CHARS = 20000;
+
+// stepText is what a step says, as one text to compare: message,
+// reasoning, observation, each call with its arguments and result.
+function stepText(s) {
+  if (!s) return '';
+  const v = (t) => (t && t.value) || '';
+  const parts = [];
+  if (s.message) parts.push(v(s.message));
+  if (s.reasoning) parts.push('[reasoning] ' + v(s.reasoning));
+  if (s.observation) parts.push('[observation] ' + v(s.observation));
+  for (const c of s.calls || []) parts.push('[call ' + c.function_name + '] ' + v(c.arguments) + (c.result ? '\n[result] ' + v(c.result) : ''));
+  for (const c of s.results_of || []) parts.push('[result of ' + c.function_name + '] ' + v(c.result));
+  return parts.join('\n\n');
 }
 
 function picker(app, a, b) {
@@ -112,19 +240,23 @@ function summary(app, r) {
       r.a.truncated || r.b.truncated ? h('strong', null, ' · only the first steps of a long Storyline were aligned') : null));
 }
 
+// cmpRow is one aligned row: a changed row shows its previews' word
+// difference, every cell clips its text so columns never overlap.
 function cmpRow(app, row, a, b) {
-  const side = (s, key) => {
+  const d = row.op === 'changed' && row.a && row.b ? sides(row.a.preview || '', row.b.preview || '') : null;
+  const side = (s, key, text) => {
     if (!s) return h('span', { class: 'muted' }, '—');
     return h('span', { class: 'truncate' },
       h('a', { href: app.storylineHref(key, { step: s.step_index }), 'data-nav': true }, '#' + s.step_index), ' ',
       h('span', { class: 'role role-' + s.source }, s.source), ' ',
-      s.tools.length ? h('span', { class: 'chips' }, s.tools.map((t) => h('span', { class: 'chip' + (s.has_error ? ' err' : '') }, '⚙ ' + t))) : null, ' ',
-      h('span', { class: 'muted' }, s.preview));
+      s.tools.length ? h('span', { class: 'chips' }, s.tools.map((t) => h('span', { class: 'chip' + (s.has_error ? ' err' : '') }, '⚙ ', visible(t)))) : null, ' ',
+      h('span', { class: 'preview' }, text || visible(s.preview || '')));
   };
   const tok = (s) => (s ? (s.prompt_tokens || 0) + (s.completion_tokens || 0) : null);
   let dt = '';
   if (row.a && row.b && (tok(row.a) || tok(row.b))) dt = signed(tok(row.b) - tok(row.a));
+  const op = row.op.replace('_', ' ') + (row.differs ? ': ' + row.differs.join(', ') : '');
   return h('div', { class: 'cmp-row ' + row.op, role: 'row' },
-    h('span', { role: 'cell', class: 'op' }, row.op.replace('_', ' ') + (row.differs ? ': ' + row.differs.join(', ') : '')),
-    h('span', { role: 'cell' }, side(row.a, a)), h('span', { role: 'cell' }, side(row.b, b)), h('span', { role: 'cell', class: 'num' }, dt));
+    h('span', { role: 'cell', class: 'op truncate', title: op }, op),
+    h('span', { role: 'cell', class: 'side' }, side(row.a, a, d && d.a)), h('span', { role: 'cell', class: 'side' }, side(row.b, b, d && d.b)), h('span', { role: 'cell', class: 'num' }, dt));
 }

@@ -24,6 +24,9 @@ const POLL_MS = 5000;
 // app is what every view gets: the pinned catalog, the URL state and the
 // keyboard hooks it may set.
 const app = {
+  // directory: this server serves a Directory (docs/web.md, "Directory
+  // mode"): keys from Settings, no pinned Snapshot.
+  directory: (document.querySelector('meta[name="pchronicle-mode"]') || {}).content === 'directory',
   catalog: null,
   pinned: '',
   keys: {},
@@ -58,6 +61,7 @@ const app = {
 
   go(path, params, opts = {}) {
     const u = this.href(path, params);
+    if (!opts.replace) keepScroll();
     if (opts.replace) history.replaceState(opts.state || null, '', u);
     else history.pushState(opts.state || null, '', u);
     render();
@@ -128,6 +132,9 @@ function showNotice(message, { error = false, action = null } = {}) {
 }
 
 function announceNewer(id, builtAt) {
+  // A Directory answers each request from a worker over the Datasets the
+  // caller may see at that moment: there is no Snapshot to pin.
+  if (app.directory) return;
   if (!id || id === app.pinned || id === newer) return;
   newer = id;
   showNotice(`A new snapshot is available (${id.slice(0, 12)}${builtAt ? ', built ' + age(builtAt) : ''}). ` +
@@ -146,8 +153,13 @@ async function loadCatalog() {
   app.catalog = c;
   app.pinned = c.snapshot_id;
   const badge = document.getElementById('snapshot-badge');
-  badge.textContent = 'snapshot ' + c.snapshot_id.slice(0, 12);
-  badge.title = 'Snapshot ' + c.snapshot_id + ', built ' + c.created_at;
+  if (app.directory) {
+    badge.textContent = 'Directory · ' + (api.hasKeys() ? 'your Datasets' : 'public Datasets');
+    badge.title = 'This server serves a Directory: Settings → Keys holds your keys';
+  } else {
+    badge.textContent = 'snapshot ' + c.snapshot_id.slice(0, 12);
+    badge.title = 'Snapshot ' + c.snapshot_id + ', built ' + c.created_at;
+  }
   fillDatasetSelect();
   return c;
 }
@@ -270,8 +282,15 @@ function onClick(e) {
   const u = new URL(a.href, location.href);
   if (u.origin !== location.origin) return;
   e.preventDefault();
+  keepScroll();
   history.pushState(null, '', u.pathname + u.search);
   render();
+}
+
+// keepScroll records the view's scroll position in its history entry, so
+// that Back lands where the reader was (docs/web.md).
+function keepScroll() {
+  if (app.main) history.replaceState({ ...(history.state || {}), scroll: app.main.scrollTop }, '');
 }
 
 async function start() {
@@ -285,15 +304,31 @@ async function start() {
   document.addEventListener('click', onClick);
   window.addEventListener('popstate', render);
   api.onSnapshot((id) => { if (app.pinned && id !== app.pinned) announceNewer(id, null); });
+  api.onUnauthorized(onUnauthorized);
   try {
     await loadCatalog();
   } catch (e) {
+    if (e instanceof api.ApiError && e.status === 401) {
+      // No Dataset without keys: the Keys page is where to go.
+      app.catalog = { datasets: [], default_dataset: null, snapshot_id: '' };
+      fillDatasetSelect();
+      render();
+      return;
+    }
     clear(app.main).appendChild(errorBox(e));
     if (e instanceof api.ApiError && e.code === 'not_ready') setTimeout(start, 1000);
     return;
   }
-  setInterval(poll, POLL_MS);
+  // A Directory's answers come from a new worker each: polling would start
+  // one every few seconds for nothing to pin.
+  if (!app.directory) setInterval(poll, POLL_MS);
   render();
+}
+
+// onUnauthorized leads a 401 to Settings → Keys, saying why.
+function onUnauthorized(e) {
+  showNotice((api.hasKeys() ? 'The server refused these keys: ' : 'This needs your Directory keys: ') + e.message, { error: true });
+  if (location.pathname !== '/settings') app.go('/settings', { need: 'keys', back: location.pathname + location.search }, { replace: false });
 }
 
 start();

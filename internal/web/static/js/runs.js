@@ -7,6 +7,7 @@ import { h, clear } from './dom.js';
 import { int, usd, duration, time } from './fmt.js';
 import { errorBox, Selection } from './ui.js';
 import { ident } from './catalog.js';
+import { label } from './text.js';
 
 export const title = 'Runs';
 
@@ -16,28 +17,77 @@ const FILTERS = [
   ['since', 'since (UTC)', ''], ['until', 'until (UTC)', ''],
 ];
 
-const SORTS = ['started_at', 'ended_at', 'duration', 'step_count', 'tool_call_count', 'prompt_tokens', 'completion_tokens',
-  'cost_usd', 'reward', 'agent_name', 'agent_model_name', 'status', 'source_format', '_file_', 'session_id'];
+// SORTS are the sort keys with the labels the menu shows.
+const SORTS = [
+  ['started_at', 'start time'], ['ended_at', 'end time'], ['duration', 'duration'], ['step_count', 'steps'],
+  ['tool_call_count', 'tool calls'], ['prompt_tokens', 'prompt tokens'], ['completion_tokens', 'completion tokens'],
+  ['cost_usd', 'cost'], ['reward', 'reward'], ['agent_name', 'agent'], ['agent_model_name', 'model'], ['status', 'status'],
+  ['source_format', 'format'], ['_file_', 'file'], ['session_id', 'session'],
+];
+const TEXT_SORTS = new Set(['agent_name', 'agent_model_name', 'status', 'source_format', '_file_', 'session_id']);
 
-// Columns: [label, sort key or null, numeric, render].
+// sortLabel is a sort's menu label: "steps, most first", "file, Z–A".
+function sortLabel(key, desc) {
+  const name = SORTS.find(([k]) => k === key)[1];
+  if (TEXT_SORTS.has(key)) return name + (desc ? ', Z–A' : ', A–Z');
+  if (key === 'started_at' || key === 'ended_at') return name + (desc ? ', newest first' : ', oldest first');
+  return name + (desc ? ', most first' : ', least first');
+}
+
+// task is what a run was asked to do, in the words of its producer: an
+// evaluation's sample id and epoch, a benchmark's task or instance.
+function task(r) {
+  let e = r.extra;
+  if (typeof e === 'string') { try { e = JSON.parse(e); } catch { e = null; } }
+  if (!e || typeof e !== 'object') return null;
+  const pick = e.task ?? e.instance_id ?? (e.instance && e.instance.instance_id) ?? e.task_id ?? e.problem_id;
+  if (pick != null && typeof pick !== 'object') return String(pick);
+  if (e.id != null && typeof e.id !== 'object') return 'sample ' + e.id + (e.epoch != null ? ' · epoch ' + e.epoch : '');
+  return null;
+}
+
+// Columns: [label, sort key or null, numeric, render, class].
 const COLUMNS = [
-  ['started', 'started_at', false, (r) => time(r.started_at)],
-  ['Storyline', '_file_', false, (r, app) => [h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.session_id }), 'data-nav': true, class: 'open' },
-    h('span', { class: 'mono' }, r._file_), ' ', h('span', { class: 'muted mono' }, r.session_id)),
-    r.parent_session_id ? [' ', h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.parent_session_id }), 'data-nav': true, class: 'chip', title: 'the parent agent' }, 'subagent of ' + r.parent_session_id)] : null,
-    r.subagent_refs && r.subagent_refs.length ? [' ', h('span', { class: 'chip', title: 'subagents started by this run' }, r.subagent_refs.length + ' subagent' + (r.subagent_refs.length > 1 ? 's' : ''))] : null]],
-  ['agent', 'agent_name', false, (r) => r.agent_name || '—'],
-  ['model', 'agent_model_name', false, (r) => r.agent_model_name || '—'],
-  ['format', 'source_format', false, (r) => r.source_format],
-  ['status', 'status', false, (r) => h('span', { class: 'status-' + r.status }, r.status)],
+  ['started', 'started_at', false, (r) => time(r.started_at).replace(/:\d\dZ$/, 'Z'), 'nowrap'],
+  ['Storyline', '_file_', false, (r, app) => [h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.session_id }), 'data-nav': true, class: 'open', title: r._file_ + ' · ' + r.session_id },
+    r.__child ? h('span', { class: 'muted', 'aria-label': 'subagent' }, '↳ ') : null,
+    h('span', { class: 'mono' }, label(r._file_)), ' ', h('span', { class: 'muted mono' }, label(r.session_id))),
+    r.parent_session_id && !r.__child ? [' ', h('a', { href: app.storylineHref({ dataset: r.dataset, _file_: r._file_, session_id: r.parent_session_id }), 'data-nav': true, class: 'chip', title: 'the parent agent' }, 'subagent of ', label(r.parent_session_id))] : null,
+    r.subagent_refs && r.subagent_refs.length ? [' ', h('span', { class: 'chip', title: 'subagents started by this run' }, r.subagent_refs.length + ' subagent' + (r.subagent_refs.length > 1 ? 's' : ''))] : null], 'story-cell'],
+  ['task', null, false, (r) => { const t = task(r); return t ? h('span', { title: t }, label(t)) : h('span', { class: 'muted' }, '—'); }, 'clip'],
+  ['agent · model', 'agent_name', false, (r) => [label(r.agent_name || '—'), h('br'), h('span', { class: 'muted' }, label(r.agent_model_name || '—'))], 'clip'],
+  ['format', 'source_format', false, (r) => r.source_format, 'clip'],
+  ['status', 'status', false, (r) => h('span', { class: 'status-' + r.status }, r.status), 'nowrap'],
   ['reward', 'reward', true, (r) => (r.reward === null || r.reward === undefined ? '—' : String(+r.reward.toFixed(4)))],
   ['steps', 'step_count', true, (r) => int(r.step_count)],
-  ['tool calls', 'tool_call_count', true, (r) => int(r.tool_call_count)],
-  ['prompt tok', 'prompt_tokens', true, (r) => int(r.prompt_tokens)],
-  ['compl. tok', 'completion_tokens', true, (r) => int(r.completion_tokens)],
+  ['calls', 'tool_call_count', true, (r) => int(r.tool_call_count)],
+  ['tokens ↑ / ↓', 'prompt_tokens', true, (r) => [int(r.prompt_tokens), h('br'), h('span', { class: 'muted' }, int(r.completion_tokens))]],
   ['cost', 'cost_usd', true, (r) => usd(r.cost_usd)],
   ['duration', 'duration', true, (r) => duration(r.duration_ms)],
 ];
+
+// DATASET_COLUMN is shown when the list covers every Dataset.
+const DATASET_COLUMN = ['Dataset', null, false, (r) => label(r.dataset), 'clip'];
+
+// grouped orders a page so that each subagent follows its parent (when
+// the parent is on the page), marking it as a child.
+function grouped(runs) {
+  const key = (r, sid) => JSON.stringify([r.dataset, r._file_, sid]);
+  const here = new Set(runs.map((r) => key(r, r.session_id)));
+  const kids = new Map();
+  const top = [];
+  for (const r of runs) {
+    const pk = r.parent_session_id ? key(r, r.parent_session_id) : null;
+    if (pk && here.has(pk)) { if (!kids.has(pk)) kids.set(pk, []); kids.get(pk).push({ ...r, __child: true }); } else top.push(r);
+  }
+  const out = [];
+  const walk = (r, depth) => {
+    out.push(r);
+    if (depth < 8) for (const c of kids.get(key(r, r.session_id)) || []) walk(c, depth + 1);
+  };
+  top.forEach((r) => walk(r, 0));
+  return out.length === runs.length ? out : runs; // a cycle: keep the server's order
+}
 
 export async function render(root, app) {
   const p = app.params();
@@ -50,7 +100,7 @@ export async function render(root, app) {
   const stack = (history.state && history.state.cursors) || [];
   const picked = new Set(p.getAll('pick'));
 
-  const base = { dataset: p.get('dataset'), ...filters, sort: sort === '-started_at' ? '' : sort, limit: limit === '50' ? '' : limit };
+  const base = { dataset: p.get('dataset'), ...filters, sort: sort === '-started_at' ? '' : sort, limit: limit === '50' ? '' : limit, group: p.get('group') || '' };
   const form = h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter runs' });
   const inputs = {};
   for (const [k, label, ph] of FILTERS) {
@@ -63,11 +113,14 @@ export async function render(root, app) {
     form.appendChild(h('label', null, label, input));
   }
   const sortSel = h('select', { name: 'sort', 'aria-label': 'sort by' },
-    SORTS.flatMap((s) => [h('option', { value: '-' + s }, s + ' ↓'), h('option', { value: s }, s + ' ↑')]));
+    SORTS.flatMap(([s]) => [h('option', { value: '-' + s }, sortLabel(s, true)), h('option', { value: s }, sortLabel(s, false))]));
+  const group = p.get('group') !== '0';
+  const groupBox = h('input', { type: 'checkbox', id: 'group-subagents', checked: group });
+  groupBox.addEventListener('change', () => app.go('/runs', { ...base, cursor, group: groupBox.checked ? '' : '0', pick: [...picked] }, { replace: true, state: history.state }));
   sortSel.value = sort;
   const limitSel = h('select', { name: 'limit', 'aria-label': 'rows per page' }, ['25', '50', '100', '200', '500'].map((n) => h('option', { value: n }, n)));
   limitSel.value = limit;
-  form.append(h('label', null, 'sort', sortSel), h('label', null, 'per page', limitSel),
+  form.append(h('label', null, 'sort', sortSel), h('label', null, 'per page', limitSel), h('label', { class: 'inline', title: 'show each subagent under its parent' }, groupBox, ' group subagents'),
     h('button', { type: 'submit', class: 'primary' }, 'Apply'),
     h('a', { href: app.href('/runs', { dataset: p.get('dataset') }), 'data-nav': true }, 'Clear'));
   form.addEventListener('submit', (e) => {
@@ -82,7 +135,7 @@ export async function render(root, app) {
   limitSel.addEventListener('change', () => form.requestSubmit());
   app.keys.slash = () => inputs.q.focus();
 
-  const summary = h('div', { class: 'pager', role: 'status' });
+  const summary = h('div', { class: 'pager', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), h('span', { class: 'muted' }, ' Listing the runs…'));
   const compareBar = h('div', { class: 'pager' });
   const tableBox = h('div');
   root.append(h('h1', null, 'Runs', dataset ? h('span', { class: 'muted' }, ' · ' + dataset) : ' · all Datasets'), form, compareBar, summary, tableBox);
@@ -91,6 +144,7 @@ export async function render(root, app) {
   try {
     r = await api.get('runs', { dataset, ...filters, sort, limit, cursor });
   } catch (e) {
+    clear(summary);
     if (e.code === 'stale_page_token') {
       tableBox.appendChild(errorBox(new Error('This page belongs to another snapshot; the listing starts again on its first page.')));
       tableBox.appendChild(h('a', { href: app.href('/runs', base), 'data-nav': true }, 'First page'));
@@ -132,25 +186,29 @@ export async function render(root, app) {
   const syncPicks = () => { app.replace({ ...base, cursor, pick: [...picked] }); drawCompare(); for (const cb of tableBox.querySelectorAll('input[type=checkbox]')) cb.checked = picked.has(cb.value); };
   drawCompare();
 
+  const columns = dataset ? COLUMNS : [COLUMNS[0], DATASET_COLUMN, ...COLUMNS.slice(1)];
   const thead = h('tr', null, h('th', { scope: 'col' }, h('span', { class: 'muted' }, 'cmp')),
-    COLUMNS.map(([label, key, num]) => {
+    columns.map(([text, key, num]) => {
+      if (!key) return h('th', { scope: 'col' }, text);
       const cur = sort.replace(/^-/, '') === key;
-      const b = h('button', { type: 'button', class: 'sort', title: 'sort by ' + key }, label + (cur ? (sort.startsWith('-') ? ' ↓' : ' ↑') : ''));
+      const b = h('button', { type: 'button', class: 'sort', title: 'sort by ' + sortLabel(key, true).split(',')[0] }, text + (cur ? (sort.startsWith('-') ? ' ↓' : ' ↑') : ''));
       b.addEventListener('click', () => app.go('/runs', { ...base, sort: cur && sort.startsWith('-') ? key : '-' + key }));
       return h('th', { scope: 'col', class: num ? 'num' : null, 'aria-sort': cur ? (sort.startsWith('-') ? 'descending' : 'ascending') : null }, b);
     }));
   const tbody = h('tbody');
-  const trs = r.runs.map((run) => {
+  const trs = (group ? grouped(r.runs) : r.runs).map((run) => {
     const k = keyOf(run);
     const cb = h('input', { type: 'checkbox', value: k, checked: picked.has(k), 'aria-label': 'pick for compare' });
     cb.addEventListener('change', () => {
       if (cb.checked) { picked.add(k); if (picked.size > 2) picked.delete([...picked][0]); } else picked.delete(k);
       syncPicks();
     });
-    return h('tr', null, h('td', null, cb), COLUMNS.map(([, , num, fn]) => h('td', { class: num ? 'num' : null }, fn(run, app))));
+    return h('tr', { class: run.__child ? 'child' : null }, h('td', null, cb), columns.map(([, , num, fn, cls]) => h('td', { class: num ? 'num' : cls || null }, fn(run, app))));
   });
   tbody.append(...trs);
-  tableBox.appendChild(h('table', { class: 'grid', id: 'runs-table', 'aria-label': 'runs' }, h('thead', null, thead), tbody));
+  tableBox.appendChild(h('table', { class: 'grid compact', id: 'runs-table', 'aria-label': 'runs' }, h('thead', null, thead), tbody));
+  // Back to this page lands where the reader was.
+  if (history.state && history.state.scroll) root.scrollTop = history.state.scroll;
   const sel = new Selection(app, { onOpen: (i) => trs[i].querySelector('a.open').click() });
   sel.setRows(trs);
   facets(app, dataset, form); // after the page: suggestions must not delay it

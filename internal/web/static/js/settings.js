@@ -26,13 +26,21 @@ export function render(root, app) {
       for (const [k, inp] of [[ACCESS_KEY, ak], [SECRET_KEY, sk]]) {
         if (inp.value.trim()) localStorage.setItem(k, inp.value.trim()); else localStorage.removeItem(k);
       }
-      status.textContent = 'Saved. Reload a view to use them.';
-    } catch (err) { status.textContent = 'This browser does not allow storing keys: ' + err.message; }
+      status.textContent = 'Saved.';
+    } catch (err) { status.textContent = 'This browser does not allow storing keys: ' + err.message; return; }
+    // The Datasets these keys see: the selector and the views use them now.
+    app.adopt().then(() => {
+      const n = app.catalog.datasets.length;
+      status.textContent = `Saved: ${n} Dataset${n === 1 ? '' : 's'} visible with these keys.`;
+      const back = app.params().get('back');
+      if (back && back.startsWith('/') && !back.startsWith('//')) status.append(' ', h('a', { href: back, 'data-nav': true, id: 'keys-back' }, 'Back to where you were'));
+    }, (err) => { status.textContent = 'Saved, but the server refused them: ' + err.message; });
   });
   form.querySelector('#clear-keys').addEventListener('click', () => {
     try { localStorage.removeItem(ACCESS_KEY); localStorage.removeItem(SECRET_KEY); } catch { /* nothing stored */ }
     ak.value = sk.value = '';
     status.textContent = 'Keys forgotten.';
+    app.adopt().catch(() => { /* no public Dataset: the Catalog will say so */ });
   });
   let theme = '';
   try { theme = localStorage.getItem('pchronicle.theme') || ''; } catch { /* ignore */ }

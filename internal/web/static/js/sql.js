@@ -26,12 +26,17 @@ export async function render(root, app) {
   const out = h('div', { id: 'sql-out' });
   const tables = h('p', { class: 'muted' }, 'Relations: sources, runs, steps, tool_calls, events, projections',
     app.catalog.datasets.length > 1 ? ' — qualify them by Dataset: ' + app.catalog.datasets.map((d) => d.alias + '.runs').join(', ') : '', '. Read-only: one SELECT, VALUES, DESCRIBE or EXPLAIN.');
-  root.append(h('h1', null, 'SQL'), tables, editor, h('div', { class: 'toolbar' }, run, rowsSel, csv, json, h('span', { class: 'muted' }, 'Ctrl/⌘+Enter runs')), out);
+  const suggest = h('ul', { id: 'sql-suggest', class: 'suggest', role: 'listbox', 'aria-label': 'completions', hidden: true });
+  const browser = h('details', { id: 'sql-schema', class: 'schema' }, h('summary', null, 'Schema: relations and their columns'), h('p', { class: 'muted' }, 'Loading…'));
+  root.append(h('h1', null, 'SQL'), tables, browser, editor, suggest, h('div', { class: 'toolbar' }, run, rowsSel, csv, json, h('span', { class: 'muted' }, 'Ctrl/⌘+Enter runs · Tab completes')), out);
   app.keys.slash = () => editor.focus();
+  const completer = new Completer(editor, suggest);
+  schemaOf(app).then((sc) => { completer.schema = sc; fillBrowser(browser, sc, editor); }, (e) => { clear(browser).append(h('summary', null, 'Schema'), errorBox(e)); });
 
   const go = () => app.go('/sql', { dataset: p.get('dataset'), sql: editor.value, max_rows: rowsSel.value === '1000' ? '' : rowsSel.value });
   run.addEventListener('click', go);
   editor.addEventListener('keydown', (e) => {
+    if (completer.key(e)) return;
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); go(); }
     if (e.key === 'Tab' && !e.shiftKey) { // indent instead of leaving the editor
       e.preventDefault();
@@ -85,20 +90,158 @@ export async function render(root, app) {
 // give a position, which is selected in the editor.
 function sqlError(e, editor, text) {
   const box = h('div', null, errorBox(e));
-  const m = /LINE (\d+):[^\n]*\n(\s*)\^/.exec(e.message || '');
-  if (m) {
-    const line = +m[1];
-    const lines = text.split('\n');
-    // DuckDB prints "LINE n: " then the line; the caret's column counts from there.
-    const col = Math.max(0, m[2].length - ('LINE ' + m[1] + ': ').length);
-    let off = 0;
-    for (let i = 0; i < line - 1 && i < lines.length; i++) off += lines[i].length + 1;
-    off = Math.min(text.length, off + col);
-    box.appendChild(h('p', { class: 'muted', id: 'sql-error-pos' }, `at line ${line}, column ${col + 1}`));
+  const pos = errorPosition(e.message || '', text);
+  if (pos) {
+    box.appendChild(h('p', { class: 'muted', id: 'sql-error-pos' }, `at line ${pos.line}, column ${pos.col + 1}`));
     editor.focus();
-    editor.setSelectionRange(off, Math.min(text.length, off + 1));
+    editor.setSelectionRange(pos.offset, Math.min(text.length, pos.offset + 1));
   }
   return box;
+}
+
+// errorPosition maps DuckDB's "LINE n: <text>" and the caret under it to
+// an offset in the statement. DuckDB shows a long line as a window around
+// the error, cut with "..." on either side: the window is found in the
+// line to place the caret.
+export function errorPosition(msg, text) {
+  const m = /LINE (\d+): ([^\n]*)\n( *)\^/.exec(msg);
+  if (!m) return null;
+  const line = +m[1];
+  const lines = text.split('\n');
+  const src = lines[line - 1];
+  if (src === undefined) return null;
+  let shown = m[2];
+  let caret = m[3].length - ('LINE ' + m[1] + ': ').length;
+  if (shown.startsWith('...')) { shown = shown.slice(3); caret -= 3; }
+  if (shown.endsWith('...')) shown = shown.slice(0, -3);
+  let base = src.indexOf(shown);
+  if (base < 0) base = src.replace(/\t/g, ' ').indexOf(shown); // DuckDB shows tabs as spaces
+  const col = Math.max(0, Math.min(src.length, (base < 0 ? 0 : base) + caret));
+  let off = 0;
+  for (let i = 0; i < line - 1; i++) off += lines[i].length + 1;
+  return { line, col, offset: Math.min(text.length, off + col) };
+}
+
+// schemaCache holds each Snapshot's relations and columns.
+const schemaCache = new Map();
+
+// schemaOf lists the relations of every mounted Dataset with their columns
+// and types: [{dataset, relation, columns: [[name, type]]}].
+function schemaOf(app) {
+  const key = app.pinned;
+  if (!schemaCache.has(key)) {
+    // The mounted relations and their types from DuckDB, what they mean
+    // from the server's documented schema.
+    const docs = api.get('schema').then((r) => new Map(r.relations.map((rel) => [rel.name, rel])), () => new Map());
+    const p = Promise.all([api.post('query', { sql: 'SHOW ALL TABLES', max_rows: 1000 }), docs]).then(([r, doc]) => r.rows.map((row) => {
+      const d = doc.get(row[2]);
+      const meaning = new Map(((d && d.columns) || []).map((c) => [c.name, c.description]));
+      return { dataset: row[1], relation: row[2], description: (d && d.description) || '',
+        columns: (row[3] || []).map((n, i) => [n, (row[4] || [])[i] || '', meaning.get(n) || '']) };
+    }));
+    p.catch(() => schemaCache.delete(key));
+    schemaCache.set(key, p);
+  }
+  return schemaCache.get(key);
+}
+
+// fillBrowser lists the schema; a click on a name inserts it at the caret.
+function fillBrowser(box, sc, editor) {
+  clear(box).appendChild(h('summary', null, 'Schema: relations and their columns'));
+  const insert = (t) => { editor.focus(); editor.setRangeText(t, editor.selectionStart, editor.selectionEnd, 'end'); };
+  const byDs = new Map();
+  for (const t of sc) { if (!byDs.has(t.dataset)) byDs.set(t.dataset, []); byDs.get(t.dataset).push(t); }
+  for (const [ds, rels] of byDs) {
+    box.appendChild(h('div', { class: 'schema-ds' }, h('strong', null, ds), ' ',
+      rels.map((t) => {
+        const name = h('button', { type: 'button', class: 'link', title: 'insert ' + ds + '.' + t.relation }, t.relation);
+        name.addEventListener('click', () => insert(ds + '.' + t.relation));
+        return h('details', { class: 'schema-rel', 'data-relation': t.relation }, h('summary', { title: t.description || null }, name, h('span', { class: 'muted' }, ` (${t.columns.length} columns)`)),
+          t.description ? h('p', { class: 'muted schema-desc' }, t.description) : null,
+          h('table', { class: 'grid' }, h('tbody', null, t.columns.map(([c, ty, meaning]) => {
+            const b = h('button', { type: 'button', class: 'link mono' }, c);
+            b.addEventListener('click', () => insert(c));
+            return h('tr', null, h('td', null, b), h('td', { class: 'muted mono' }, ty.toLowerCase()), h('td', { class: 'schema-desc' }, meaning));
+          }))));
+      })));
+  }
+}
+
+// Completer suggests Datasets, relations and columns for the word before
+// the caret: after "ds." the relations of ds, after "rel." its columns.
+// Tab or Enter takes the highlighted one, arrows move, Esc closes.
+class Completer {
+  constructor(editor, list) {
+    Object.assign(this, { editor, list, schema: [], items: [], active: 0 });
+    editor.addEventListener('input', () => this.update());
+    editor.addEventListener('blur', () => setTimeout(() => this.close(), 150));
+    list.addEventListener('mousedown', (e) => {
+      const li = e.target.closest('li[data-i]');
+      if (li) { e.preventDefault(); this.accept(+li.dataset.i); }
+    });
+  }
+
+  word() {
+    const before = this.editor.value.slice(0, this.editor.selectionStart);
+    const m = /([A-Za-z_][\w]*\.)?([A-Za-z_]\w*)?$/.exec(before);
+    return { qual: m && m[1] ? m[1].slice(0, -1).toLowerCase() : '', prefix: (m && m[2]) || '' };
+  }
+
+  candidates(qual, prefix) {
+    const sc = this.schema;
+    const set = new Set();
+    if (qual) {
+      for (const t of sc) if (t.dataset.toLowerCase() === qual) set.add(t.relation);
+      for (const t of sc) if (t.relation.toLowerCase() === qual) t.columns.forEach(([c]) => set.add(c));
+    } else {
+      for (const t of sc) { set.add(t.dataset); set.add(t.relation); }
+      const text = this.editor.value.toLowerCase();
+      for (const t of sc) if (text.includes(t.relation)) t.columns.forEach(([c]) => set.add(c));
+    }
+    const p = prefix.toLowerCase();
+    return [...set].filter((x) => x.toLowerCase().startsWith(p) && x.toLowerCase() !== p).sort().slice(0, 10);
+  }
+
+  update() {
+    const { qual, prefix } = this.word();
+    if (!prefix && !qual) { this.close(); return; }
+    this.items = this.candidates(qual, prefix);
+    this.prefix = prefix;
+    this.active = 0;
+    if (!this.items.length) { this.close(); return; }
+    this.draw();
+  }
+
+  draw() {
+    clear(this.list).append(...this.items.map((x, i) => h('li', { role: 'option', 'data-i': i, 'aria-selected': i === this.active ? 'true' : 'false' }, x)));
+    this.list.hidden = false;
+  }
+
+  close() { this.list.hidden = true; this.items = []; }
+
+  accept(i) {
+    const x = this.items[i];
+    if (x === undefined) return;
+    const at = this.editor.selectionStart;
+    this.editor.setRangeText(x, at - this.prefix.length, at, 'end');
+    this.close();
+  }
+
+  // key handles a key in the editor while suggestions show; true: taken.
+  key(e) {
+    if (this.list.hidden || !this.items.length || e.ctrlKey || e.metaKey || e.altKey) return false;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      this.active = (this.active + (e.key === 'ArrowDown' ? 1 : this.items.length - 1)) % this.items.length;
+      this.draw();
+    } else if (e.key === 'Tab' || e.key === 'Enter') {
+      this.accept(this.active);
+    } else if (e.key === 'Escape') {
+      this.close();
+    } else return false;
+    e.preventDefault();
+    e.stopPropagation();
+    return true;
+  }
 }
 
 function report(r) {

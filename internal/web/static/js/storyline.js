@@ -4,9 +4,10 @@
 // visible rows cost; the selected step's detail pairs each tool call with
 // its result by id. Find runs on the server. URL: step=, find=.
 import * as api from './api.js';
-import { h, add, clear, highlight, download } from './dom.js';
+import { h, add, clear, download } from './dom.js';
 import { int, usd, duration, time, bytes } from './fmt.js';
-import { errorBox } from './ui.js';
+import { errorBox, button } from './ui.js';
+import { markdown, plain, visible, label, stripAnsi } from './text.js';
 import { VirtualList } from './vlist.js';
 
 export const title = 'Storyline';
@@ -17,6 +18,7 @@ const DETAIL_CHARS = 20000;  // characters of each body in the detail
 const LOAD_ALL_MAX = 8 << 20; // "Load all" shows a body up to 8 MB; beyond, download
 const ROW_H = 64;            // keep in step with --row in app.css
 const MAX_PAGES = 60;        // pages kept in memory (6,000 steps)
+const TOOL_ROLES = new Set(['tool', 'environment', 'function', 'observation']);
 
 export async function render(root, app) {
   const p = app.params();
@@ -29,6 +31,12 @@ export async function render(root, app) {
   const params = { dataset: key.dataset, file: key._file_, session_id: key.session_id };
   root.className = 'fill';
   const t0 = performance.now();
+  // The identity and a progress line show at once: a cold open reads the
+  // source before it can answer.
+  const pending = h('div', { class: 'story-head', id: 'story-pending' },
+    h('h1', null, 'Storyline ', h('span', { class: 'muted mono' }, label(key._file_), ' · ', label(key.session_id))),
+    h('p', { class: 'muted', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' Reading the run…'));
+  root.appendChild(pending);
   // The run, the first page of steps and the row count are asked for at
   // once: the first rows do not wait for the header.
   const step = p.get('step');
@@ -42,9 +50,10 @@ export async function render(root, app) {
   try {
     info = await infoPromise;
   } catch (e) {
-    root.appendChild(errorBox(e));
+    pending.replaceWith(errorBox(e));
     return;
   }
+  pending.remove();
   const s = new StorylineView(root, app, key, params, info, t0);
   s.start(p, firstPage, pagePromise, countPromise);
   return () => s.destroy();
@@ -118,6 +127,7 @@ class StorylineView {
     countPromise.then((n) => {
       if (this.aborter.signal.aborted) return;
       this.list.setCount(n);
+      this.list.scroller.dataset.rows = String(n);
       if (step !== null && step !== '' && n > 0) this.select(Math.max(0, Math.min(n - 1, +step)), true);
       if (find) { this.findInput.value = find; this.find(find, step === null); }
     }, (e) => this.app.notice('Could not count the steps: ' + e.message, { error: true }));
@@ -144,10 +154,10 @@ class StorylineView {
       });
       return a;
     };
-    const linkTo = (k, label) => (k ? h('a', { href: app.storylineHref(k), 'data-nav': true }, label) : h('span', { class: 'muted' }, label + ' (not in this Snapshot)'));
+    const linkTo = (k, text) => (k ? h('a', { href: app.storylineHref(k), 'data-nav': true }, label(text)) : h('span', { class: 'muted' }, label(text), ' (not in this Snapshot)'));
     const subs = links.subagents || [];
     const head = h('div', { class: 'story-head' },
-      h('h1', null, run.agent_name || 'Storyline', ' ', h('span', { class: 'muted mono' }, this.key._file_ + ' · ' + this.key.session_id)),
+      h('h1', null, label(run.agent_name || 'Storyline'), ' ', h('span', { class: 'muted mono' }, label(this.key._file_), ' · ', label(this.key.session_id))),
       h('div', { class: 'cards' },
         card('steps', int(run.step_count)), card('tool calls', int(run.tool_call_count)),
         card('prompt tokens', int(run.prompt_tokens)), card('completion tokens', int(run.completion_tokens)),
@@ -160,6 +170,7 @@ class StorylineView {
         subs.length ? h('span', null, 'subagents: ', subs.map((l, i) => [i ? ', ' : '', linkTo(l.key, refLabel(l.ref))])) : null,
         h('span', null, 'download: ', dl('atif', 'ATIF'), ' · ', dl('openai', 'OpenAI messages'), ' · ', dl('canonical', 'canonical events')),
         h('a', { href: app.href('/runs', { dataset: this.key.dataset, pick: JSON.stringify([this.key.dataset, this.key._file_, this.key.session_id]) }), 'data-nav': true, id: 'compare-with', title: 'pick the run to compare this one with' }, 'compare with…')),
+      runPanel(run),
       agents.length > 1 || (agents.length === 1 && agents[0].key.session_id !== this.key.session_id) ? this.agentsTable(agents) : null,
       this.toolbar());
     this.root.appendChild(head);
@@ -170,9 +181,9 @@ class StorylineView {
     const rows = agents.map((a) => {
       const me = a.key.session_id === this.key.session_id;
       return h('tr', { 'aria-current': me ? 'true' : null },
-        h('td', null, me ? h('strong', null, a.agent_name || a.key.session_id) : h('a', { href: this.app.storylineHref(a.key), 'data-nav': true, class: 'agent-link' }, a.agent_name || a.key.session_id),
+        h('td', null, me ? h('strong', null, label(a.agent_name || a.key.session_id)) : h('a', { href: this.app.storylineHref(a.key), 'data-nav': true, class: 'agent-link' }, label(a.agent_name || a.key.session_id)),
           a.parent_session_id ? h('span', { class: 'muted' }, ' (subagent)') : null),
-        h('td', { class: 'mono cell' }, a.key.session_id),
+        h('td', { class: 'mono cell' }, label(a.key.session_id)),
         h('td', null, a.agent_model_name || '—'), h('td', null, a.status),
         h('td', { class: 'num' }, int(a.step_count)), h('td', { class: 'num' }, int(a.tool_call_count)),
         h('td', { class: 'num' }, int(a.prompt_tokens)), h('td', { class: 'num' }, int(a.completion_tokens)), h('td', { class: 'num' }, usd(a.cost_usd)));
@@ -193,7 +204,7 @@ class StorylineView {
     const form = h('form', { class: 'toolbar', role: 'search' },
       h('label', null, 'find', this.findInput),
       h('button', { type: 'submit' }, 'Find'),
-      btn('↑', 'previous hit (N)', () => this.nextHit(-1)), btn('↓', 'next hit (n)', () => this.nextHit(1)),
+      button('↑', 'previous hit (N)', () => this.nextHit(-1)), button('↓', 'next hit (n)', () => this.nextHit(1)),
       this.findStatus);
     form.addEventListener('submit', (e) => { e.preventDefault(); this.find(this.findInput.value.trim(), true); });
     const jump = h('input', { type: 'number', min: 0, id: 'jump', 'aria-label': 'step index', size: 8, placeholder: 'step #' });
@@ -273,7 +284,7 @@ class StorylineView {
         dt !== null ? h('span', { class: 'muted', title: 'since the previous step' }, '+' + duration(dt)) : null,
         s.prompt_tokens !== null || s.completion_tokens !== null ? h('span', { title: 'prompt / completion tokens' }, '↑' + int(s.prompt_tokens) + ' ↓' + int(s.completion_tokens)) : null,
         s.cost_usd !== null ? h('span', null, usd(s.cost_usd)) : null),
-      h('div', { class: 'l2' }, previewOf(s)),
+      h('div', { class: 'l2' }, visible(stripAnsi(previewOf(s)))),
       h('div', { class: 'l3' }, h('span', { class: 'chips' },
         s.calls.map((c) => h('span', { class: 'chip ' + statusClass(c) }, '⚙ ' + c.function_name + ' ' + statusMark(c))),
         s.results_of.map((c) => h('span', { class: 'chip ' + (c.result_link === 'orphan' ? 'warn' : '') }, (c.result_link === 'orphan' ? 'orphan result ' : '↩ ') + c.function_name)))));
@@ -321,27 +332,46 @@ class StorylineView {
       s.reasoning ? h('details', { class: 'reasoning' }, h('summary', null, 'Reasoning (' + bytes(s.reasoning.bytes) + ')'), this.body('reasoning', null, s.reasoning, s, q)) : null,
       this.body('observation', 'Observation', s.observation, s, q),
       s.calls.length ? h('h3', null, 'Tool calls (' + s.calls.length + ')') : null,
-      s.calls.map((c) => this.callBox(c, s, q, false)),
+      this.callsWithSubagents(s, q),
       s.results_of.length ? h('h3', null, 'Results of earlier calls (' + s.results_of.length + ')') : null,
       s.results_of.map((c) => this.callBox(c, s, q, true)),
       s.extra ? h('details', null, h('summary', null, 'extra'), h('pre', { class: 'body-text' }, pretty(s.extra))) : null);
+    if (!s.message && !s.reasoning && !s.observation && !s.calls.length && !s.results_of.length) {
+      this.detail.appendChild(h('p', { class: 'muted empty-note' }, 'This step records no message, reasoning, observation or tool call.'));
+    }
   }
 
   // body shows one text cut to a preview, with its true size, Load all and
   // Download. callIndex names a call's arguments or result.
-  body(field, label, t, s, q, callIndex) {
+  body(field, heading, t, s, q, callIndex) {
     if (!t) return null;
-    const pre = h('pre', { class: 'body-text', 'data-field': field }, highlight(field === 'arguments' && !t.truncated ? pretty(t.value) : t.value, q));
-    const out = h('div', { class: 'body' }, label ? h('h3', null, label) : null, pre);
+    // Messages and reasoning of people and agents are Markdown; the rest
+    // (a tool's message too) is what a program printed or read, shown as
+    // it is, monospaced.
+    const md = field === 'reasoning' || (field === 'message' && !TOOL_ROLES.has(s.source));
+    // Arguments cut to a preview are not JSON: they show as they are.
+    const show = (v, whole) => (md ? markdown(v, q) : plain(field === 'arguments' && whole ? pretty(v) : v, q));
+    const pre = h(md ? 'div' : 'pre', { class: md ? 'body-md' : 'body-text', 'data-field': field }, show(t.value, !t.truncated));
+    if (md) {
+      const raw = h('button', { type: 'button', class: 'link raw-toggle', title: 'show the text as it is, without Markdown' }, 'raw');
+      raw.addEventListener('click', () => {
+        const now = pre.classList.toggle('raw');
+        raw.textContent = now ? 'formatted' : 'raw';
+        clear(pre).append(...(now ? plain(pre.dataset.full ?? t.value, q) : markdown(pre.dataset.full ?? t.value, q)));
+      });
+      heading = h('h3', null, heading || '', ' ', raw);
+    } else if (heading) heading = h('h3', null, heading);
+    const out = h('div', { class: 'body' }, heading, pre);
     if (t.truncated) {
       const note = h('div', { class: 'size-note' }, `showing the first ${int(t.value.length)} characters of ${bytes(t.bytes)}`);
       const dlHref = api.url('storyline/text', { ...this.params, step: s.step_index, field, call_index: callIndex });
       if (t.bytes <= LOAD_ALL_MAX) {
-        note.appendChild(btn('Load all', 'show the whole ' + field, async () => {
+        note.appendChild(button('Load all', 'show the whole ' + field, async () => {
           try {
             // The one body alone: the step's other bodies may be far bigger.
             const full = await (await api.blob('GET', dlHref)).text();
-            clear(pre).append(...highlight(field === 'arguments' ? pretty(full) : full, q));
+            if (md) pre.dataset.full = full;
+            clear(pre).append(...(pre.classList.contains('raw') ? plain(full, q) : show(full, true)));
             note.remove();
           } catch (e) { note.appendChild(errorBox(e)); }
         }));
@@ -358,6 +388,21 @@ class StorylineView {
     return out;
   }
 
+  // callsWithSubagents renders the step's calls, each call that started a
+  // subagent with a link to it: the subagent references this step records
+  // go to its calls in order when there is one per call, else all to the
+  // one call, else they are listed after the calls.
+  callsWithSubagents(s, q) {
+    const subs = (this.info.links.subagents || []).filter((l) => l.key && l.ref && typeof l.ref === 'object' && l.ref.step_id === s.step_id);
+    const link = (l) => h('a', { href: this.app.storylineHref(l.key), 'data-nav': true, class: 'subagent-link' }, '→ subagent ', label(refLabel(l.ref)));
+    const boxes = s.calls.map((c) => this.callBox(c, s, q, false));
+    if (!subs.length) return boxes;
+    if (subs.length === boxes.length) boxes.forEach((b, i) => b.insertBefore(h('div', { class: 'links' }, link(subs[i])), b.children[1] || null));
+    else if (boxes.length === 1) boxes[0].insertBefore(h('div', { class: 'links' }, subs.map(link)), boxes[0].children[1] || null);
+    else boxes.push(h('div', { class: 'links' }, 'subagents started here: ', subs.map(link)));
+    return boxes;
+  }
+
   callBox(c, s, q, isResultHere) {
     const orphanResult = c.result_link === 'orphan';
     const noResult = c.result_status === 'missing' && c.result_link === 'none';
@@ -366,18 +411,23 @@ class StorylineView {
       h('span', { class: 'muted mono' }, 'id ' + (c.tool_call_id || '—')),
       h('span', { class: 'chip ' + statusClass(c) }, c.result_status), h('span', { class: 'muted' }, 'paired by ' + c.result_link));
     box.appendChild(title);
-    if (orphanResult) box.appendChild(h('div', { class: 'size-note' }, 'orphan: this result has no call in the file'));
-    if (noResult) box.appendChild(h('div', { class: 'size-note' }, 'orphan: no result was recorded for this call'));
+    if (orphanResult) box.appendChild(h('div', { class: 'size-note orphan-note' }, 'orphan: this result has no call in the file'));
+    // A call the run ended on (a final finish, a step stopped by a limit, a
+    // cut-off run) has no result: the note stands in for it.
+    if (noResult || (!c.result && !orphanResult)) box.appendChild(h('div', { class: 'size-note orphan-note' }, 'orphan: no result was recorded for this call'));
     if (isResultHere && !orphanResult) {
-      box.appendChild(h('div', { class: 'links' }, btn('← the call, step ' + (this.byId.has(c.step_id) ? this.byId.get(c.step_id) : '?'), 'go to the step that made this call', () => this.goToStepId(c.step_id, s.step_index, -1), 'goto-call')));
+      box.appendChild(h('div', { class: 'links' }, button('← the call, step ' + (this.byId.has(c.step_id) ? this.byId.get(c.step_id) : '?'), 'go to the step that made this call', () => this.goToStepId(c.step_id, s.step_index, -1), { class: 'goto-call' })));
     }
     if (!isResultHere) {
-      if (!orphanResult) box.appendChild(this.body('arguments', 'Arguments' + (c.arguments_valid ? '' : ' (not valid JSON)'), c.arguments, s, q, c.call_index));
+      if (!orphanResult) {
+        add(box, c.arguments ? this.body('arguments', 'Arguments' + (c.arguments_valid ? '' : ' (not valid JSON)'), c.arguments, s, q, c.call_index)
+          : h('div', { class: 'size-note' }, 'no arguments were recorded'));
+      }
       if (c.result_step_id && c.result_step_id !== s.step_id) {
-        box.appendChild(h('div', { class: 'links' }, btn('→ result in step ' + (this.byId.has(c.result_step_id) ? this.byId.get(c.result_step_id) : 'later'), 'go to the step that carries the result', () => this.goToStepId(c.result_step_id, s.step_index, 1), 'goto-result')));
+        box.appendChild(h('div', { class: 'links' }, button('→ result in step ' + (this.byId.has(c.result_step_id) ? this.byId.get(c.result_step_id) : 'later'), 'go to the step that carries the result', () => this.goToStepId(c.result_step_id, s.step_index, 1), { class: 'goto-result' })));
       }
     }
-    box.appendChild(this.body('result', 'Result', c.result, s, q, c.call_index));
+    add(box, this.body('result', 'Result', c.result, s, q, c.call_index));
     return box;
   }
 
@@ -450,14 +500,49 @@ class StorylineView {
   }
 }
 
-function card(k, v) {
-  return h('div', { class: 'card' }, h('div', { class: 'k' }, k), h('div', { class: 'v' }, v));
+// runPanel shows what an evaluator reads first, from the run row: the
+// task and its target, every score with its explanation, and what ended
+// the run (a limit, an error, an exit status). Producers name these
+// differently; the panel shows the ones the run has.
+function runPanel(run) {
+  const extra = obj(run.extra), scores = obj(run.scores);
+  const info = obj(extra.info);
+  const rows = [];
+  const row = (k, v, cls) => {
+    if (v === undefined || v === null || v === '' || (typeof v === 'object' && !Object.keys(v).length)) return;
+    rows.push(h('dt', null, k), h('dd', { class: cls || null }, typeof v === 'string' ? h('pre', { class: 'run-text' }, plain(v)) : h('pre', { class: 'run-text' }, plain(JSON.stringify(v, null, 2)))));
+  };
+  row('task', extra.task ?? extra.instruction ?? extra.input ?? extra.problem_statement);
+  row('issue', extra.issue);
+  row('target', extra.target);
+  if (scores && Object.keys(scores).length) {
+    rows.push(h('dt', null, 'scores'), h('dd', null, h('table', { class: 'grid scores', id: 'run-scores' },
+      h('thead', null, h('tr', null, ['scorer', 'value', 'answer', 'explanation'].map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', null, Object.entries(scores).map(([name, sc]) => {
+        const o = obj(sc);
+        const v = typeof sc === 'object' && sc !== null ? o.value : sc;
+        return h('tr', null, h('th', { scope: 'row' }, label(name)), h('td', { class: 'mono' }, plain(typeof v === 'string' ? v : JSON.stringify(v ?? null))),
+          h('td', { class: 'mono' }, o.answer != null ? plain(String(o.answer)) : '—'), h('td', null, o.explanation != null ? plain(String(o.explanation)) : '—'));
+      })))));
+  }
+  row('score details', extra.score_details);
+  row('ended by limit', extra.limit, 'ended');
+  row('error', extra.error, 'ended');
+  row('exit status', info.exit_status ?? extra.exit_status, 'ended');
+  row('submission', info.submission);
+  row('patch', extra.git_patch);
+  if (!rows.length) return null;
+  const ended = extra.limit || extra.error || info.exit_status;
+  return h('details', { id: 'run-panel', open: innerHeight >= 720 }, h('summary', null, 'Run: task, target, scores' + (ended ? ' and what ended it' : '')), h('dl', { class: 'kv run-kv' }, rows));
 }
 
-function btn(label, titleText, fn, cls) {
-  const b = h('button', { type: 'button', title: titleText, 'aria-label': titleText, class: cls || null }, label);
-  b.addEventListener('click', fn);
-  return b;
+function obj(v) {
+  if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return {}; } }
+  return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+}
+
+function card(k, v) {
+  return h('div', { class: 'card' }, h('div', { class: 'k' }, k), h('div', { class: 'v' }, v));
 }
 
 function refLabel(ref) {

@@ -65,3 +65,11 @@ export function table(columns, rows) {
   t.appendChild(body);
   return t;
 }
+
+// button is a labelled button that runs fn; attrs adds attributes (class,
+// id).
+export function button(label, titleText, fn, attrs) {
+  const b = h('button', { type: 'button', title: titleText, 'aria-label': titleText, ...attrs }, label);
+  b.addEventListener('click', fn);
+  return b;
+}

@@ -58,6 +58,24 @@ func IsNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
+// AsString returns raw as a string when it is a JSON string.
+func AsString(raw json.RawMessage) (string, bool) {
+	raw = TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	return String(raw), true
+}
+
+// AsObject returns raw when it is a JSON object, else nil.
+func AsObject(raw json.RawMessage) json.RawMessage {
+	raw = TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	return raw
+}
+
 // String decodes raw as a JSON string; other scalars are returned as their
 // JSON text, and null/absent as "". A string without escapes (the common
 // case for roles, ids and most content) is copied without the codec.

@@ -61,26 +61,26 @@ func (s *session) record(n int64, line []byte) error {
 		s.warn(at, "line is not a JSON object; skipped")
 		return nil
 	}
-	if id, ok := str(obj["$rewindTo"]); ok {
+	if id, ok := format.AsString(obj["$rewindTo"]); ok {
 		s.rewind(id)
 		return nil
 	}
-	if id, ok := str(obj["id"]); ok {
+	if id, ok := format.AsString(obj["id"]); ok {
 		if _, seen := s.byID[id]; !seen {
 			s.order = append(s.order, id)
 		}
 		s.byID[id] = message{obj, at}
 		return nil
 	}
-	if set := format.SplitObject(objectOrNil(obj["$set"])); set != nil {
+	if set := format.SplitObject(format.AsObject(obj["$set"])); set != nil {
 		s.metadata(set)
 		if raw, ok := set["messages"]; ok {
 			s.setMessages(raw, loc{line: n, ptr: "/$set/messages"})
 		}
 		return nil
 	}
-	_, sid := str(obj["sessionId"])
-	_, hash := str(obj["projectHash"])
+	_, sid := format.AsString(obj["sessionId"])
+	_, hash := format.AsString(obj["projectHash"])
 	if sid && hash {
 		s.metadata(obj)
 		if raw, ok := obj["messages"]; ok {
@@ -151,7 +151,7 @@ func (s *session) messages() []message {
 func (s *session) storyline(src format.Source) *model.Storyline {
 	sl := &model.Storyline{Run: model.Run{SourceFormat: format.GeminiCLI + "/" + s.layout}}
 	run := &sl.Run
-	id, _ := str(s.meta["sessionId"])
+	id, _ := format.AsString(s.meta["sessionId"])
 	if id == "" {
 		id = format.FileID(src, format.GeminiCLI)
 		s.warn(loc{}, "the session has no sessionId; named after the file")
@@ -197,7 +197,7 @@ var messageKnown = []string{"id", "type", "timestamp", "content", "thoughts", "t
 
 func (m *mapper) message(msg message) {
 	obj := msg.obj
-	typ, _ := str(obj["type"])
+	typ, _ := format.AsString(obj["type"])
 	st := model.Step{StepID: m.stepID(obj), MessageKind: format.KindText}
 	if t, ok := format.Time(obj["timestamp"]); ok {
 		st.Timestamp = model.Time(t)
@@ -212,7 +212,7 @@ func (m *mapper) message(msg message) {
 		}
 	case "gemini":
 		st.Source = model.SourceAgent
-		if name, ok := str(obj["model"]); ok {
+		if name, ok := format.AsString(obj["model"]); ok {
 			st.ModelName = model.Str(name)
 			if m.sl.Run.AgentModelName == nil {
 				m.sl.Run.AgentModelName = model.Str(name)
@@ -246,7 +246,7 @@ func (m *mapper) warn(at loc, msg string, parts ...any) {
 // stepID is the message id, made unique (id#2, ...) when a document repeats
 // one.
 func (m *mapper) stepID(obj map[string]jsonx.RawMessage) string {
-	id, _ := str(obj["id"])
+	id, _ := format.AsString(obj["id"])
 	if id == "" {
 		id = "message-" + strconv.Itoa(len(m.sl.Steps))
 	}
@@ -263,7 +263,7 @@ func (m *mapper) stepID(obj map[string]jsonx.RawMessage) string {
 // candidatesTokenCount; thoughts = thoughtsTokenCount) and returns the
 // step's extra with the counts no column holds (tool, total).
 func (m *mapper) tokens(st *model.Step, raw jsonx.RawMessage, at loc) *string {
-	t := format.SplitObject(objectOrNil(raw))
+	t := format.SplitObject(format.AsObject(raw))
 	if t == nil {
 		if !format.IsNull(raw) {
 			m.warn(at, "tokens is not an object; ignored", "tokens")
@@ -300,11 +300,11 @@ func (m *mapper) toolCalls(stepID string, raw jsonx.RawMessage, at loc) int {
 			continue
 		}
 		tc := model.ToolCall{StepID: stepID}
-		tc.ToolCallID, _ = str(c["id"])
-		tc.FunctionName, _ = str(c["name"])
+		tc.ToolCallID, _ = format.AsString(c["id"])
+		tc.FunctionName, _ = format.AsString(c["name"])
 		tc.Arguments, tc.ArgumentsValid = format.ArgumentsText(format.CompactJSON(c["args"]))
 		tc.Result = resultText(c["result"])
-		status, _ := str(c["status"])
+		status, _ := format.AsString(c["status"])
 		switch {
 		case status == "success":
 			tc.ResultStatus = model.ResultOK
@@ -332,8 +332,8 @@ func thoughts(raw jsonx.RawMessage) *string {
 	var lines []string
 	for _, e := range elems {
 		t := format.SplitObject(e)
-		subject, _ := str(t["subject"])
-		desc, _ := str(t["description"])
+		subject, _ := format.AsString(t["subject"])
+		desc, _ := format.AsString(t["description"])
 		switch {
 		case subject != "" && desc != "":
 			lines = append(lines, subject+": "+desc)
@@ -386,10 +386,10 @@ func resultText(raw jsonx.RawMessage) *string {
 	texts := make([]string, 0, len(elems))
 	for _, e := range elems {
 		p := format.SplitObject(e)
-		fr := format.SplitObject(objectOrNil(p["functionResponse"]))
-		resp := format.SplitObject(objectOrNil(fr["response"]))
-		out, isOut := str(resp["output"])
-		msg, isErr := str(resp["error"])
+		fr := format.SplitObject(format.AsObject(p["functionResponse"]))
+		resp := format.SplitObject(format.AsObject(fr["response"]))
+		out, isOut := format.AsString(resp["output"])
+		msg, isErr := format.AsString(resp["error"])
 		switch {
 		case fr != nil && isOut:
 			texts = append(texts, out)
@@ -404,22 +404,4 @@ func resultText(raw jsonx.RawMessage) *string {
 		}
 	}
 	return model.StrAlways(strings.Join(texts, "\n"))
-}
-
-// str returns raw as a string when it is a JSON string.
-func str(raw jsonx.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	return format.String(raw), true
-}
-
-// objectOrNil returns raw when it is a JSON object.
-func objectOrNil(raw jsonx.RawMessage) jsonx.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	return raw
 }

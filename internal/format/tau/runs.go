@@ -13,7 +13,7 @@ func result(src format.Source, obj map[string]jsonx.RawMessage, ptr string, ids 
 	sl := &model.Storyline{Run: model.Run{SourceFormat: format.TauBench + "/" + LayoutResults}}
 	run := &sl.Run
 	task := string(format.CompactJSON(obj["task_id"]))
-	if s, ok := str(obj["task_id"]); ok {
+	if s, ok := format.AsString(obj["task_id"]); ok {
 		task = s
 	}
 	trial := string(format.CompactJSON(obj["trial"]))
@@ -28,7 +28,7 @@ func result(src format.Source, obj map[string]jsonx.RawMessage, ptr string, ids 
 	} else if !format.IsNull(obj["reward"]) {
 		sl.Warnings = append(sl.Warnings, model.Warning{Pointer: ptr + "/reward", Message: "reward is not a number; ignored"})
 	}
-	info := format.SplitObject(objectOrNil(obj["info"]))
+	info := format.SplitObject(format.AsObject(obj["info"]))
 	_, failed := info["error"]
 	rewardInfo, graded := info["reward_info"]
 	graded = graded && !format.IsNull(rewardInfo)
@@ -78,15 +78,15 @@ type runInfo struct {
 }
 
 func newRunInfo(raw jsonx.RawMessage) runInfo {
-	info := format.SplitObject(objectOrNil(raw))
-	agent := format.SplitObject(objectOrNil(info["agent_info"]))
-	user := format.SplitObject(objectOrNil(info["user_info"]))
-	env := format.SplitObject(objectOrNil(info["environment_info"]))
+	info := format.SplitObject(format.AsObject(raw))
+	agent := format.SplitObject(format.AsObject(info["agent_info"]))
+	user := format.SplitObject(format.AsObject(info["user_info"]))
+	env := format.SplitObject(format.AsObject(info["environment_info"]))
 	var ri runInfo
-	if s, ok := str(agent["implementation"]); ok && s != "" {
+	if s, ok := format.AsString(agent["implementation"]); ok && s != "" {
 		ri.agent = model.Str(s)
 	}
-	if s, ok := str(agent["llm"]); ok && s != "" {
+	if s, ok := format.AsString(agent["llm"]); ok && s != "" {
 		ri.agentModel = model.Str(s)
 	}
 	ri.extra = withoutNull(map[string]jsonx.RawMessage{
@@ -103,7 +103,7 @@ var simulationKnown = []string{"id", "start_time", "end_time", "termination_reas
 func simulation(src format.Source, obj map[string]jsonx.RawMessage, ptr string, ri runInfo, layout string, ids format.SessionIDs) *model.Storyline {
 	sl := &model.Storyline{Run: model.Run{SourceFormat: format.TauBench + "/" + layout}}
 	run := &sl.Run
-	id, _ := str(obj["id"])
+	id, _ := format.AsString(obj["id"])
 	if id == "" {
 		id = format.FileID(src, "simulation")
 		if ptr != "" {
@@ -123,12 +123,12 @@ func simulation(src format.Source, obj map[string]jsonx.RawMessage, ptr string, 
 	if t, ok := format.Time(obj["end_time"]); ok {
 		run.EndedAt = model.Time(t)
 	}
-	reason, _ := str(obj["termination_reason"])
+	reason, _ := format.AsString(obj["termination_reason"])
 	run.Status = terminationStatus(reason)
 	if c, ok := format.Float(obj["agent_cost"]); ok {
 		run.ReportedCostUSD = model.Float(c)
 	}
-	if rw := format.SplitObject(objectOrNil(obj["reward_info"])); rw != nil {
+	if rw := format.SplitObject(format.AsObject(obj["reward_info"])); rw != nil {
 		if r, ok := format.Float(rw["reward"]); ok {
 			run.Reward = model.Float(r)
 		}
@@ -190,22 +190,4 @@ func withoutNull(m map[string]jsonx.RawMessage) map[string]jsonx.RawMessage {
 		}
 	}
 	return m
-}
-
-// str returns raw as a string when it is a JSON string.
-func str(raw jsonx.RawMessage) (string, bool) {
-	raw = format.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	return format.String(raw), true
-}
-
-// objectOrNil returns raw when it is a JSON object.
-func objectOrNil(raw jsonx.RawMessage) jsonx.RawMessage {
-	raw = format.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	return raw
 }

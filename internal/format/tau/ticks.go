@@ -45,10 +45,10 @@ func (b *builder) ticks(ticks [][]byte, ptr string) {
 		for p := range parts {
 			part := &parts[p]
 			u := &part.u
-			chunk := format.SplitObject(objectOrNil(tick[part.name+"_chunk"]))
+			chunk := format.SplitObject(format.AsObject(tick[part.name+"_chunk"]))
 			text, _, hasText := format.Content(chunk["content"])
 			if part.name == "user" {
-				if t, ok := str(tick["user_transcript"]); ok && t != "" {
+				if t, ok := format.AsString(tick["user_transcript"]); ok && t != "" {
 					text, hasText = text+t, true
 				}
 			}

@@ -83,19 +83,30 @@ func (r *ConversationRevision) storylines(ctx context.Context, s *Source, rels [
 	return res, nil
 }
 
-// read normalizes the pinned conversation through add. Each member is
-// checked against its pin on the open file before and after it is read.
+// read normalizes the pinned conversation through add, under the
+// Snapshot's limits and its policy for what is not a trajectory.
 func (r *ConversationRevision) read(ctx context.Context, s *Source, add func(*model.Storyline) error) error {
-	state, err := readPinned(r.State, s.snap.Options.MaxFileBytes)
+	err := r.Normalize(ctx, format.Source{Path: s.Path, File: s.File}, s.snap.Options.MaxFileBytes, add)
+	var uerr *format.UnrecognizedError
+	if errors.As(err, &uerr) && s.unrecognizedPolicy() != UnrecognizedFail {
+		return &notTrajectory{err: uerr}
+	}
+	return err
+}
+
+// Normalize reads the pinned conversation (src.Path is its directory) and
+// emits its Storyline; pchronicle import calls it for a conversation
+// directory among its inputs. Each member is checked against its pin on the
+// open file before and after it is read, and may hold at most maxFileBytes
+// (0: no limit). A base_state.json that is no OpenHands conversation state
+// is a *format.UnrecognizedError.
+func (r *ConversationRevision) Normalize(ctx context.Context, src format.Source, maxFileBytes int64, emit format.Emit) error {
+	state, err := readPinned(r.State, maxFileBytes)
 	if err != nil {
 		return err
 	}
 	if !openhands.IsConversationState(state) {
-		uerr := &format.UnrecognizedError{Path: s.File, Reason: "a directory with base_state.json and events/ whose base_state.json is not an OpenHands conversation state (id, agent.llm.model)"}
-		if s.unrecognizedPolicy() == UnrecognizedFail {
-			return uerr
-		}
-		return &notTrajectory{err: uerr}
+		return &format.UnrecognizedError{Path: src.File, Reason: "a directory with base_state.json and events/ whose base_state.json is not an OpenHands conversation state (id, agent.llm.model)"}
 	}
 	i := 0
 	next := func() (openhands.EventFile, bool, error) {
@@ -104,10 +115,10 @@ func (r *ConversationRevision) read(ctx context.Context, s *Source, add func(*mo
 		}
 		e := r.Events[i]
 		i++
-		data, err := readPinned(e, s.snap.Options.MaxFileBytes)
+		data, err := readPinned(e, maxFileBytes)
 		return openhands.EventFile{Name: path.Base(e.File), Data: data}, err == nil, err
 	}
-	return openhands.NormalizeConversation(ctx, format.Source{Path: s.Path, File: s.File}, state, next, add)
+	return openhands.NormalizeConversation(ctx, src, state, next, emit)
 }
 
 // readPinned reads a member file, failing when it no longer matches its
@@ -171,6 +182,13 @@ func eventNumber(name string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
 	return n, err == nil && n >= 0
+}
+
+// GroupConversations is groupConversations for the files PeripheralFiles
+// lists: pchronicle import reads each conversation directory as one input,
+// as a Dataset does (its Revision is a *ConversationRevision).
+func GroupConversations(found []*DiscoveredSource) []*DiscoveredSource {
+	return groupConversations(found)
 }
 
 // groupConversations replaces each conversation directory's member files

@@ -13,6 +13,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/format/openhands"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
@@ -88,6 +89,9 @@ type importInput struct {
 	path string
 	file string // _file_
 	size int64
+	// conversation is set for an OpenHands conversation directory, read as
+	// one input from its member files.
+	conversation *catalog.ConversationRevision
 }
 
 // importResult is what normalizing one input produced.
@@ -210,6 +214,7 @@ func importInputs(ctx context.Context, args []string, fail func(error) error) ([
 		if err != nil {
 			return nil, err
 		}
+		files = catalog.GroupConversations(files)
 		base := filepath.Base(abs)
 		for _, f := range files {
 			if f.Err != nil {
@@ -229,7 +234,8 @@ func importInputs(ctx context.Context, args []string, fail func(error) error) ([
 				return nil, fmt.Errorf("%s and %s would both be imported as _file_ %q; import them separately or rename one", prev, f.Path, file)
 			}
 			owner[file] = f.Path
-			inputs = append(inputs, importInput{path: f.Path, file: file, size: f.Size})
+			conv, _ := f.Revision.(*catalog.ConversationRevision)
+			inputs = append(inputs, importInput{path: f.Path, file: file, size: f.Size, conversation: conv})
 		}
 	}
 	return inputs, nil
@@ -292,12 +298,20 @@ func buildGeneration(ctx context.Context, e *env, o *importOptions, w *storyline
 func importOne(ctx context.Context, w *storyline.Writer, in importInput, opts ingest.Options) importResult {
 	var n int64
 	opts.Parts = true
-	det, err := ingest.NormalizeFile(ctx, in.path, in.file, opts, func(sl *model.Storyline) error {
+	add := func(sl *model.Storyline) error {
 		if !sl.More {
 			n++
 		}
 		return w.Add(sl)
-	})
+	}
+	var det ingest.Detection
+	var err error
+	if in.conversation != nil {
+		det = ingest.Detection{Format: format.OpenHands, Layout: openhands.LayoutConversation}
+		err = in.conversation.Normalize(ctx, format.Source{Path: in.path, File: in.file}, 0, add)
+	} else {
+		det, err = ingest.NormalizeFile(ctx, in.path, in.file, opts, add)
+	}
 	if errors.Is(err, format.ErrUnrecognized) { // not a trajectory: skipped, never a failure
 		w.Discard(in.file)
 		return importResult{warnings: []string{catalog.NotTrajectoryWarning(in.file, err)}}

@@ -45,13 +45,19 @@ func directCountsOf(t *testing.T, root string) (relCounts, int) {
 	}
 	c := relCounts{}
 	trajectories := 0
-	for _, f := range files {
-		_, err := ingest.NormalizeFile(context.Background(), f.Path, f.File, ingest.Options{}, func(sl *model.Storyline) error {
+	for _, f := range catalog.GroupConversations(files) {
+		count := func(sl *model.Storyline) error {
 			c[model.RelRuns]++
 			c[model.RelSteps] += int64(len(sl.Steps))
 			c[model.RelToolCalls] += int64(len(sl.ToolCalls))
 			return nil
-		})
+		}
+		var err error
+		if conv, ok := f.Revision.(*catalog.ConversationRevision); ok { // one input, as import reads it
+			err = conv.Normalize(context.Background(), format.Source{Path: f.Path, File: f.File}, 0, count)
+		} else {
+			_, err = ingest.NormalizeFile(context.Background(), f.Path, f.File, ingest.Options{}, count)
+		}
 		if errors.Is(err, format.ErrUnrecognized) {
 			continue
 		}

@@ -94,7 +94,7 @@ func TestShellCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"query", "./runs", "--format", ""}, rowFormats},
+		{[]string{"query", "./runs", "--format", ""}, append(slices.Clone(rowFormats), "arrow", "parquet")},
 		{[]string{"find", "--format", ""}, rowFormats},
 		{[]string{"dataset", "list", "--format", ""}, rowFormats},
 		{[]string{"export", "./runs", "--as", ""}, []string{"canonical", "atif", "openai"}},

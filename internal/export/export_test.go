@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,15 +17,20 @@ import (
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
 
-// sampleFiles lists the samples under the given sample directories,
-// relative to the samples directory.
+// sampleFiles lists the samples under the given sample directories that
+// are trajectories, relative to the samples directory.
 func sampleFiles(t *testing.T, dirs ...string) (string, []string) {
 	var out []string
 	for _, rel := range testutil.SampleFiles(t) {
 		for _, d := range dirs {
-			if strings.HasPrefix(rel, d+"/") {
-				out = append(out, rel)
+			if !strings.HasPrefix(rel, d+"/") {
+				continue
 			}
+			_, err := ingest.DetectFile(filepath.Join(testutil.SamplesDir(t), rel), ingest.Options{})
+			if errors.Is(err, format.ErrUnrecognized) {
+				continue // e.g. a lone Responses item: not a trajectory
+			}
+			out = append(out, rel)
 		}
 	}
 	if len(out) == 0 {

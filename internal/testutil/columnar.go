@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/pchronicle/pchronicle/internal/model"
 )
 
 // Columnar is a columnar result as DuckDB reads it back: each column's
@@ -102,6 +104,14 @@ func ReadColumnar(t testing.TB, format string, data []byte) Columnar {
 		row := make([]any, len(vals))
 		for i, v := range vals {
 			row[i] = jsonValue(v)
+			// A JSON column, or a model column holding JSON text, is a JSON
+			// value in pchronicle's JSON output.
+			if s, ok := row[i].(string); ok && (out.Types[i] == "JSON" || model.IsJSONColumn(out.Columns[i])) {
+				var v any
+				if json.Unmarshal([]byte(s), &v) == nil {
+					row[i] = v
+				}
+			}
 		}
 		b, err := json.Marshal(row)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -14,6 +15,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/shard"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -30,6 +32,7 @@ type importOptions struct {
 	detection int64
 	jobs      int
 	config    string // [remote --to] config file resolving a @pin DEST
+	shard     string // I/N: import only this part of the inputs (docs/scale-out.md)
 }
 
 func init() {
@@ -54,6 +57,10 @@ that would get the same _file_ are an error.
 whose rows replace any earlier rows with the same _file_.
 The same inputs always give the same rows.
 
+--shard I/N imports only the inputs whose _file_ hashes to part I of N
+(0-based), so N processes given the same SRCs import disjoint parts whose
+union is the whole import; see docs/scale-out.md.
+
 --errors strict (default): the first unreadable or unrecognized file stops the
 import and nothing is published. --errors report: each bad file is listed on
 stderr with its reason, contributes no rows, and the rest is imported.`,
@@ -70,6 +77,7 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
 		f.StringVar(&o.errors, "errors", errorsStrict, "error policy: strict (stop, publish nothing) or report (list bad files, import the rest)")
 		f.Int64Var(&o.detection, "max-detection-bytes", format.DefaultMaxDetectionBytes, "bytes read from each file to detect its format")
 		f.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "files normalized in parallel")
+		f.StringVar(&o.shard, "shard", "", "import only part I of N of the inputs (I/N, 0-based), split by a hash of _file_")
 		f.StringVarP(&o.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for --to @name)") // [remote --to]
 		cmd.MarkFlagRequired("to")
 		return cmd
@@ -96,6 +104,10 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if err := validErrors(o.errors); err != nil {
 		return err
 	}
+	part, err := shard.Parse(o.shard)
+	if err != nil {
+		return err
+	}
 	var failures []error
 	inputs, err := importInputs(ctx, args, func(err error) error {
 		if o.errors == errorsStrict {
@@ -107,6 +119,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	inputs = slices.DeleteFunc(inputs, func(in importInput) bool { return !part.Holds(in.file) })
 	// [remote --to] An object-store DEST (URI or @pin) is imported into a
 	// local staging store, then published (remote_stores.go).
 	dest, local, err := openDest(ctx, o.config, o.to)

@@ -13,6 +13,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
+	"github.com/pchronicle/pchronicle/internal/iceberg"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/shard"
@@ -33,6 +34,8 @@ type importOptions struct {
 	jobs      int
 	config    string // [remote --to] config file resolving a @pin DEST
 	shard     string // I/N: import only this part of the inputs (docs/scale-out.md)
+	modeSet   bool   // --mode was given
+	iceberg   icebergOptions
 }
 
 func init() {
@@ -57,6 +60,11 @@ that would get the same _file_ are an error.
 whose rows replace any earlier rows with the same _file_.
 The same inputs always give the same rows.
 
+--to iceberg:PATH.db (a SQL catalog in a SQLite file) or iceberg:https://...
+(a REST catalog) publishes the rows as Apache Iceberg tables instead; each
+input replaces only its own rows, and inputs already published at their
+current version are skipped (docs/scale-out.md).
+
 --shard I/N imports only the inputs whose _file_ hashes to part I of N
 (0-based), so N processes given the same SRCs import disjoint parts whose
 union is the whole import; see docs/scale-out.md.
@@ -68,6 +76,7 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
   pchronicle import a.jsonl b/ --to ./store --mode append --errors report`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				o.modeSet = cmd.Flags().Changed("mode")
 				return runImport(cmd.Context(), e, o, args)
 			},
 		}
@@ -79,6 +88,7 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
 		f.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "files normalized in parallel")
 		f.StringVar(&o.shard, "shard", "", "import only part I of N of the inputs (I/N, 0-based), split by a hash of _file_")
 		f.StringVarP(&o.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for --to @name)") // [remote --to]
+		o.iceberg.flags(f)
 		cmd.MarkFlagRequired("to")
 		return cmd
 	})
@@ -120,6 +130,9 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		return err
 	}
 	inputs = slices.DeleteFunc(inputs, func(in importInput) bool { return !part.Holds(in.file) })
+	if ref, ok := iceberg.ParseDest(o.to); ok {
+		return runIcebergImport(ctx, e, o, ref, inputs, failures)
+	}
 	// [remote --to] An object-store DEST (URI or @pin) is imported into a
 	// local staging store, then published (remote_stores.go).
 	dest, local, err := openDest(ctx, o.config, o.to)

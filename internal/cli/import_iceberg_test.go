@@ -1,0 +1,264 @@
+package cli_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pchronicle/pchronicle/internal/iceberg"
+	"github.com/pchronicle/pchronicle/internal/store/storyline"
+	"github.com/pchronicle/pchronicle/internal/testutil"
+)
+
+// copyTree copies the sample directories into dst, so the test can change
+// an input.
+func copyTree(t *testing.T, dst string, srcs ...string) {
+	t.Helper()
+	for _, src := range srcs {
+		base := filepath.Base(src)
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(src, p)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out := filepath.Join(dst, base, rel)
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(out, data, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cell formats one value the same way from DuckDB and from Arrow:
+// timestamps as microseconds since the epoch.
+func cell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case time.Time:
+		return fmt.Sprint(v.UnixMicro())
+	default:
+		return fmt.Sprintf("%#v", v)
+	}
+}
+
+// storeRows returns the rows of a plain import's relation, sorted.
+func storeRows(t *testing.T, dir, rel string) []string {
+	t.Helper()
+	_, g := storeCounts(t, dir)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT * FROM read_parquet(?)", g.Path(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		cells := make([]string, len(vals))
+		for i, v := range vals {
+			cells[i] = cell(v)
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// icebergRows reads a table with iceberg-go's own scanner (not ours) at
+// its current snapshot and returns its rows, sorted, and the number of
+// delete files its scan tasks carry.
+func icebergRows(t *testing.T, set *iceberg.Set, rel string) (rows []string, deletes int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := set.Table(ctx, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		deletes += len(task.DeleteFiles)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for r := range int(rec.NumRows()) {
+			cells := make([]string, rec.NumCols())
+			for c := range cells {
+				col := rec.Column(c)
+				if col.IsNull(r) {
+					cells[c] = "NULL"
+					continue
+				}
+				switch col := col.(type) {
+				case *array.String:
+					cells[c] = cell(col.Value(r))
+				case *array.LargeString:
+					cells[c] = cell(col.Value(r))
+				case *array.Int64:
+					cells[c] = cell(col.Value(r))
+				case *array.Float64:
+					cells[c] = cell(col.Value(r))
+				case *array.Boolean:
+					cells[c] = cell(col.Value(r))
+				case *array.Timestamp:
+					unit := col.DataType().(*arrow.TimestampType).Unit
+					cells[c] = cell(col.Value(r).ToTime(unit))
+				default:
+					t.Fatalf("%s column %d: unexpected Arrow type %s", rel, c, col.DataType())
+				}
+			}
+			rows = append(rows, strings.Join(cells, "|"))
+		}
+	}
+	slices.Sort(rows)
+	return rows, deletes
+}
+
+func snapshotIDs(t *testing.T, set *iceberg.Set) map[string]int64 {
+	t.Helper()
+	ids := map[string]int64{}
+	for _, rel := range storyline.Tables {
+		tbl, err := set.Table(context.Background(), rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := tbl.CurrentSnapshot(); s != nil {
+			ids[rel] = s.SnapshotID
+		}
+	}
+	return ids
+}
+
+// TestImportIcebergShardsReimportAndChange is the Iceberg target end to
+// end: four `import --shard I/4` processes commit into one table set at
+// once; iceberg-go's scanner then reads exactly the rows of a plain import
+// of the same inputs. A re-import commits nothing, and a changed input
+// replaces exactly its rows, by rewriting files (no delete files).
+func TestImportIcebergShardsReimportAndChange(t *testing.T) {
+	samples := testutil.SamplesDir(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	copyTree(t, src, filepath.Join(samples, "atif"), filepath.Join(samples, "openai"), filepath.Join(samples, "sweagent"), filepath.Join(samples, "openhands"))
+	cat := "iceberg:" + filepath.Join(dir, "lake", "catalog.db")
+
+	check := func(stage string) {
+		t.Helper()
+		plain := filepath.Join(dir, "plain-"+stage)
+		if _, stderr, code := pc(t, "import", src, "--to", plain); code != 0 {
+			t.Fatalf("%s: plain import: %s", stage, stderr)
+		}
+		set, err := iceberg.Open(context.Background(), iceberg.Target{Catalog: strings.TrimPrefix(cat, "iceberg:")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer set.Close()
+		for _, rel := range storyline.Tables {
+			want := storeRows(t, plain, rel)
+			got, deletes := icebergRows(t, set, rel)
+			if deletes != 0 {
+				t.Errorf("%s: %s has %d delete files; replacements must rewrite files", stage, rel, deletes)
+			}
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("%s: %s: the Iceberg table has %d rows, the plain import %d", stage, rel, len(got), len(want))
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Errorf("first difference:\niceberg: %s\nplain:   %s", got[i], want[i])
+						break
+					}
+				}
+			}
+		}
+	}
+
+	const n = 4
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	errs := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			out, stderr, code := pc(t, "import", src, "--to", cat, "--shard", fmt.Sprintf("%d/%d", i, n))
+			outs[i] = out
+			if code != 0 {
+				errs[i] = stderr
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != "" {
+			t.Fatalf("shard %d: %s", i, errs[i])
+		}
+		t.Logf("shard %d: %s", i, outs[i])
+	}
+	check("shards")
+
+	set, err := iceberg.Open(context.Background(), iceberg.Target{Catalog: strings.TrimPrefix(cat, "iceberg:")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	before := snapshotIDs(t, set)
+	out, stderr, code := pc(t, "import", src, "--to", cat)
+	if code != 0 || !strings.Contains(out, "nothing to import") {
+		t.Fatalf("re-import: exit %d\n%s%s", code, out, stderr)
+	}
+	if after := snapshotIDs(t, set); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("re-import committed: snapshots %v, then %v", before, after)
+	}
+
+	// Change one input: it takes another trajectory's content.
+	changed := filepath.Join(src, "atif", "harbor-golden", "misc", "openhands_hello-world.trajectory.json")
+	other, err := os.ReadFile(filepath.Join(src, "atif", "harbor-golden", "terminus_2_linear-history", "trajectory.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(changed, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = pc(t, "import", src, "--to", cat)
+	if code != 0 || !strings.Contains(out, "imported 1 file(s)") {
+		t.Fatalf("import after a change: exit %d\n%s%s", code, out, stderr)
+	}
+	check("changed")
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pchronicle/pchronicle/internal/iceberg"
+	"github.com/pchronicle/pchronicle/internal/objstore/testservers"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 	"github.com/pchronicle/pchronicle/internal/testutil"
 )
@@ -182,58 +183,16 @@ func TestImportIcebergShardsReimportAndChange(t *testing.T) {
 	copyTree(t, src, filepath.Join(samples, "atif"), filepath.Join(samples, "openai"), filepath.Join(samples, "sweagent"), filepath.Join(samples, "openhands"))
 	cat := "iceberg:" + filepath.Join(dir, "lake", "catalog.db")
 
+	target := iceberg.Target{Catalog: strings.TrimPrefix(cat, "iceberg:")}
 	check := func(stage string) {
 		t.Helper()
-		plain := filepath.Join(dir, "plain-"+stage)
-		if _, stderr, code := pc(t, "import", src, "--to", plain); code != 0 {
-			t.Fatalf("%s: plain import: %s", stage, stderr)
-		}
-		set, err := iceberg.Open(context.Background(), iceberg.Target{Catalog: strings.TrimPrefix(cat, "iceberg:")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer set.Close()
-		for _, rel := range storyline.Tables {
-			want := storeRows(t, plain, rel)
-			got, deletes := icebergRows(t, set, rel)
-			if deletes != 0 {
-				t.Errorf("%s: %s has %d delete files; replacements must rewrite files", stage, rel, deletes)
-			}
-			if len(want) == 0 || !slices.Equal(got, want) {
-				t.Errorf("%s: %s: the Iceberg table has %d rows, the plain import %d", stage, rel, len(got), len(want))
-				for i := range min(len(got), len(want)) {
-					if got[i] != want[i] {
-						t.Errorf("first difference:\niceberg: %s\nplain:   %s", got[i], want[i])
-						break
-					}
-				}
-			}
-		}
+		checkIcebergEqualsPlain(t, target, src, filepath.Join(dir, "plain-"+stage), stage)
 	}
 
-	const n = 4
-	var wg sync.WaitGroup
-	outs := make([]string, n)
-	errs := make([]string, n)
-	for i := range n {
-		wg.Go(func() {
-			out, stderr, code := pc(t, "import", src, "--to", cat, "--shard", fmt.Sprintf("%d/%d", i, n))
-			outs[i] = out
-			if code != 0 {
-				errs[i] = stderr
-			}
-		})
-	}
-	wg.Wait()
-	for i := range n {
-		if errs[i] != "" {
-			t.Fatalf("shard %d: %s", i, errs[i])
-		}
-		t.Logf("shard %d: %s", i, outs[i])
-	}
+	importShards(t, 4, "import", src, "--to", cat)
 	check("shards")
 
-	set, err := iceberg.Open(context.Background(), iceberg.Target{Catalog: strings.TrimPrefix(cat, "iceberg:")})
+	set, err := iceberg.Open(context.Background(), target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,4 +220,99 @@ func TestImportIcebergShardsReimportAndChange(t *testing.T) {
 		t.Fatalf("import after a change: exit %d\n%s%s", code, out, stderr)
 	}
 	check("changed")
+}
+
+// importShards runs `args --shard I/n` for every I at once and fails on
+// any error.
+func importShards(t *testing.T, n int, args ...string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	errs := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			out, stderr, code := pc(t, append(slices.Clone(args), "--shard", fmt.Sprintf("%d/%d", i, n))...)
+			outs[i] = out
+			if code != 0 {
+				errs[i] = stderr
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != "" {
+			t.Fatalf("shard %d: %s", i, errs[i])
+		}
+		t.Logf("shard %d: %s", i, outs[i])
+	}
+}
+
+// checkIcebergEqualsPlain imports src plainly into plain and compares each
+// table of the set, read by iceberg-go's scanner, with it row by row.
+func checkIcebergEqualsPlain(t *testing.T, target iceberg.Target, src, plain, stage string) {
+	t.Helper()
+	if _, stderr, code := pc(t, "import", src, "--to", plain); code != 0 {
+		t.Fatalf("%s: plain import: %s", stage, stderr)
+	}
+	set, err := iceberg.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	for _, rel := range storyline.Tables {
+		want := storeRows(t, plain, rel)
+		got, deletes := icebergRows(t, set, rel)
+		if deletes != 0 {
+			t.Errorf("%s: %s has %d delete files; replacements must rewrite files", stage, rel, deletes)
+		}
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: %s: the Iceberg table has %d rows, the plain import %d", stage, rel, len(got), len(want))
+			for i := range min(len(got), len(want)) {
+				if got[i] != want[i] {
+					t.Errorf("first difference:\niceberg: %s\nplain:   %s", got[i], want[i])
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestImportIcebergOnS3 runs the shards against an s3:// warehouse on the
+// S3 test server, its endpoint and keys given by a pin as for any Dataset.
+func TestImportIcebergOnS3(t *testing.T) {
+	srv := testservers.StartS3(t)
+	bucket := srv.NewS3Bucket(t, false)
+	samples := testutil.SamplesDir(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	copyTree(t, src, filepath.Join(samples, "atif"), filepath.Join(samples, "openai"))
+	cfg := srv.S3Config()
+	conf := filepath.Join(dir, "config.toml")
+	pin := fmt.Sprintf("[pins.lake]\nuri = %q\nendpoint = %q\nregion = %q\npath_style = true\naccess_key = %q\nsecret_key = %q\n",
+		"s3://"+bucket+"/lake", cfg.Endpoint, cfg.Region, cfg.AccessKey, cfg.SecretKey.Reveal())
+	if err := os.WriteFile(conf, []byte(pin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	catPath := filepath.Join(dir, "catalog.db")
+	args := []string{"import", src, "--to", "iceberg:" + catPath, "-c", conf, "--warehouse", "@lake"}
+	importShards(t, 4, args...)
+	target := iceberg.Target{Catalog: catPath, Warehouse: "s3://" + bucket + "/lake", Store: cfg}
+	checkIcebergEqualsPlain(t, target, src, filepath.Join(dir, "plain"), "s3")
+
+	out, stderr, code := pc(t, args...)
+	if code != 0 || !strings.Contains(out, "nothing to import") {
+		t.Fatalf("re-import: exit %d\n%s%s", code, out, stderr)
+	}
+	set, err := iceberg.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	tbl, err := set.Table(context.Background(), "runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := tbl.Location(); !strings.HasPrefix(loc, "s3://"+bucket+"/lake/") {
+		t.Fatalf("table location %s is not in the S3 warehouse", loc)
+	}
 }

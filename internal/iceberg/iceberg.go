@@ -110,7 +110,8 @@ func Open(ctx context.Context, t Target) (*Set, error) {
 	if isREST(t.Catalog) {
 		u, err := url.Parse(t.Catalog)
 		if err != nil || u.User != nil || u.RawQuery != "" {
-			return nil, fmt.Errorf("iceberg: REST catalog %q: want http(s)://host/path without credentials or query", t.Catalog)
+			// Not echoed: the rejected URI may hold the very secret.
+			return nil, errors.New("iceberg: a REST catalog is http(s)://host/path, without user info or query; give a token in $PCHRONICLE_ICEBERG_TOKEN")
 		}
 		opts := []rest.Option{rest.WithAdditionalProps(props)}
 		if t.Warehouse != "" {

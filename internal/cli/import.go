@@ -132,6 +132,8 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	inputs = slices.DeleteFunc(inputs, func(in importInput) bool { return !part.Holds(in.file) })
 	if ref, ok := iceberg.ParseDest(o.to); ok {
 		return runIcebergImport(ctx, e, o, ref, inputs, failures)
+	} else if err := o.iceberg.unused(); err != nil {
+		return err
 	}
 	// [remote --to] An object-store DEST (URI or @pin) is imported into a
 	// local staging store, then published (remote_stores.go).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -25,6 +26,15 @@ type icebergOptions struct {
 func (o *icebergOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.warehouse, "warehouse", "", "[--to iceberg:...] where the tables' files go: a directory, s3:// prefix or @pin (default: warehouse/ beside a SQLite catalog)")
 	f.StringVar(&o.namespace, "namespace", iceberg.DefaultNamespace, "[--to iceberg:...] the Iceberg namespace holding runs, steps, tool_calls and events")
+}
+
+// unused refuses Iceberg flags given with another kind of destination,
+// where they would silently do nothing.
+func (o *icebergOptions) unused() error {
+	if o.warehouse != "" || o.namespace != iceberg.DefaultNamespace {
+		return errors.New("--warehouse and --namespace apply only to an Iceberg destination (--to iceberg:...)")
+	}
+	return nil
 }
 
 // runIcebergImport publishes the inputs as Iceberg tables: it normalizes

@@ -206,6 +206,11 @@ func TestImportIcebergShardsReimportAndChange(t *testing.T) {
 		t.Fatalf("re-import committed: snapshots %v, then %v", before, after)
 	}
 
+	// --mode replace would drop the other shards' rows: refused.
+	if _, stderr, code := pc(t, "import", src, "--to", cat, "--mode", "replace"); code == 0 || !strings.Contains(stderr, "--mode replace") {
+		t.Fatalf("--mode replace into Iceberg: exit %d, %s", code, stderr)
+	}
+
 	// Change one input: it takes another trajectory's content.
 	changed := filepath.Join(src, "atif", "harbor-golden", "misc", "openhands_hello-world.trajectory.json")
 	other, err := os.ReadFile(filepath.Join(src, "atif", "harbor-golden", "terminus_2_linear-history", "trajectory.json"))

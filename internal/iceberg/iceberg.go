@@ -149,8 +149,11 @@ func Open(ctx context.Context, t Target) (*Set, error) {
 	}
 	// Several processes (the shards of one import) share the file: WAL lets
 	// readers run beside the one writer, and the busy timeout makes a writer
-	// wait for another's short transaction instead of failing.
-	dsn := "file:" + path + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)"
+	// wait for another's short transaction instead of failing. Transactions
+	// begin IMMEDIATE: one that began as a reader and then writes could
+	// not wait for the lock (SQLite answers SQLITE_BUSY at once, as waiting
+	// could deadlock).
+	dsn := "file:" + path + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: catalog %s: %w", path, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/pchronicle/pchronicle/internal/catalog"
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
-	"github.com/pchronicle/pchronicle/internal/iceberg"
+	"github.com/pchronicle/pchronicle/internal/icebergcmd"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/shard"
@@ -130,7 +130,7 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		return err
 	}
 	inputs = slices.DeleteFunc(inputs, func(in importInput) bool { return !part.Holds(in.file) })
-	if ref, ok := iceberg.ParseDest(o.to); ok {
+	if ref, ok := icebergcmd.ParseDest(o.to); ok {
 		return runIcebergImport(ctx, e, o, ref, inputs, failures)
 	} else if err := o.iceberg.unused(); err != nil {
 		return err

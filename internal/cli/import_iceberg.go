@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pchronicle/pchronicle/internal/config"
-	"github.com/pchronicle/pchronicle/internal/iceberg"
+	"github.com/pchronicle/pchronicle/internal/icebergcmd"
 	"github.com/pchronicle/pchronicle/internal/model"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
@@ -25,13 +25,13 @@ type icebergOptions struct {
 
 func (o *icebergOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.warehouse, "warehouse", "", "[--to iceberg:...] where the tables' files go: a directory, s3:// prefix or @pin (default: warehouse/ beside a SQLite catalog)")
-	f.StringVar(&o.namespace, "namespace", iceberg.DefaultNamespace, "[--to iceberg:...] the Iceberg namespace holding runs, steps, tool_calls and events")
+	f.StringVar(&o.namespace, "namespace", icebergcmd.DefaultNamespace, "[--to iceberg:...] the Iceberg namespace holding runs, steps, tool_calls and events")
 }
 
 // unused refuses Iceberg flags given with another kind of destination,
 // where they would silently do nothing.
 func (o *icebergOptions) unused() error {
-	if o.warehouse != "" || o.namespace != iceberg.DefaultNamespace {
+	if o.warehouse != "" || o.namespace != icebergcmd.DefaultNamespace {
 		return errors.New("--warehouse and --namespace apply only to an Iceberg destination (--to iceberg:...)")
 	}
 	return nil
@@ -44,7 +44,7 @@ func runIcebergImport(ctx context.Context, e *env, o *importOptions, ref string,
 	if o.mode != importAppend && o.modeSet {
 		return fmt.Errorf("--mode %s: an Iceberg destination is shared by every shard, so each input replaces only its own rows (use the default)", o.mode)
 	}
-	t := iceberg.Target{Catalog: ref, Namespace: o.iceberg.namespace, Token: os.Getenv(icebergTokenEnv)}
+	t := icebergcmd.Target{Catalog: ref, Namespace: o.iceberg.namespace, Token: os.Getenv(icebergTokenEnv)}
 	if o.iceberg.warehouse != "" {
 		cfg, err := config.Load(o.config)
 		if err != nil {
@@ -56,30 +56,23 @@ func runIcebergImport(ctx context.Context, e *env, o *importOptions, ref string,
 		}
 		t.Warehouse, t.Store = p.URI, p.Store()
 	}
-	set, err := iceberg.Open(ctx, t)
-	if err != nil {
-		return err
-	}
-	defer set.Close()
-	if err := set.Ensure(ctx); err != nil {
-		return err
-	}
-	ids := make([]iceberg.Input, 0, len(inputs))
+	ids := make([]icebergcmd.Input, 0, len(inputs))
 	byFile := map[string]importInput{}
 	for _, in := range inputs {
 		fi, err := os.Stat(in.path)
 		if err != nil {
 			return err
 		}
-		ids = append(ids, iceberg.Input{File: in.file, Identity: iceberg.Identity(model.SchemaVersion, fi)})
+		ids = append(ids, icebergcmd.Input{File: in.file, Identity: icebergcmd.Identity(model.SchemaVersion, fi)})
 		byFile[in.file] = in
 	}
-	pending, err := set.Pending(ctx, ids)
+	resp, err := icebergcmd.Call(ctx, icebergcmd.Request{Op: icebergcmd.OpPending, Target: t, Inputs: ids})
 	if err != nil {
 		return err
 	}
+	pending, ns := resp.Pending, resp.Namespace
 	if len(pending) == 0 {
-		fmt.Fprintf(e.stdout, "nothing to import: the %d input(s) are in %s at these versions\n", len(inputs), set.Namespace())
+		fmt.Fprintf(e.stdout, "nothing to import: the %d input(s) are in %s at these versions\n", len(inputs), ns)
 		return reportFailures(e, failures)
 	}
 	todo := make([]importInput, len(pending))
@@ -105,7 +98,7 @@ func runIcebergImport(ctx context.Context, e *env, o *importOptions, ref string,
 		w.Abort()
 		return err
 	}
-	var done []iceberg.Input
+	var done []icebergcmd.Input
 	for i, r := range results {
 		if r.err != nil {
 			failures = append(failures, r.err)
@@ -113,12 +106,12 @@ func runIcebergImport(ctx context.Context, e *env, o *importOptions, ref string,
 			done = append(done, pending[i])
 		}
 	}
-	commits, err := set.Publish(ctx, done, iceberg.GenerationRows(g))
+	resp, err = icebergcmd.Call(ctx, icebergcmd.Request{Op: icebergcmd.OpPublish, Target: t, Inputs: done, Generation: st.Dir()})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "imported %d file(s) into %s (%d already there):", len(done), set.Namespace(), len(inputs)-len(pending))
-	for _, c := range commits {
+	fmt.Fprintf(e.stdout, "imported %d file(s) into %s (%d already there):", len(done), ns, len(inputs)-len(pending))
+	for _, c := range resp.Commits {
 		if c.Snapshot == 0 {
 			fmt.Fprintf(e.stdout, " %s unchanged;", c.Relation)
 		} else {

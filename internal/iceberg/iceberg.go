@@ -36,15 +36,20 @@ import (
 	"github.com/apache/iceberg-go/table"
 	_ "modernc.org/sqlite" // the embedded SQL catalog, without cgo
 
+	"github.com/pchronicle/pchronicle/internal/icebergcmd"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 )
 
-// Scheme prefixes an Iceberg destination: iceberg:PATH.db is a SQL catalog
-// in a SQLite file, iceberg:https://host/path a REST catalog.
-const Scheme = "iceberg:"
+// The types shared with pchronicle, which does not link this package
+// (internal/icebergcmd).
+type (
+	Target = icebergcmd.Target
+	Input  = icebergcmd.Input
+	Commit = icebergcmd.Commit
+)
 
 // DefaultNamespace holds the tables when no namespace is given.
-const DefaultNamespace = "pchronicle"
+const DefaultNamespace = icebergcmd.DefaultNamespace
 
 // InputPrefix starts the snapshot summary keys recording input identities.
 const InputPrefix = "pchronicle.input."
@@ -55,34 +60,6 @@ const maxCommitAttempts = 20
 // ErrConflict is returned when a commit still conflicts after
 // maxCommitAttempts attempts.
 var ErrConflict = errors.New("iceberg: commit kept conflicting with concurrent writers")
-
-// Target says where a table set lives.
-type Target struct {
-	// Catalog is the path of the SQLite catalog file, or the http(s) URI of
-	// a REST catalog.
-	Catalog string
-	// Warehouse is where data and metadata files go: a local directory or
-	// s3://bucket/prefix. For a SQLite catalog it defaults to the directory
-	// "warehouse" beside the catalog file; a REST catalog may name its own.
-	Warehouse string
-	// Store holds the S3 settings and credentials of the warehouse (as for
-	// a pin).
-	Store objstore.Config
-	// Namespace holds the tables (default DefaultNamespace); dots separate
-	// levels.
-	Namespace string
-	// Token is a bearer token for a REST catalog ("" for none).
-	Token string
-}
-
-// ParseDest reports whether an import destination names an Iceberg
-// catalog, and which.
-func ParseDest(dest string) (catalogRef string, ok bool) {
-	if !strings.HasPrefix(dest, Scheme) {
-		return "", false
-	}
-	return strings.TrimPrefix(dest, Scheme), true
-}
 
 // isREST reports whether a catalog reference is a REST endpoint.
 func isREST(ref string) bool {
@@ -269,18 +246,6 @@ func Recorded(tbl *table.Table) map[string]string {
 	return ids
 }
 
-// Input is one imported file: its _file_ and its identity.
-type Input struct {
-	File     string
-	Identity string
-}
-
-// Identity is the recorded version of a local input: the row schema's
-// version, the size and the modification time, as a pin of a local file.
-func Identity(schemaVersion int, fi os.FileInfo) string {
-	return fmt.Sprintf("v%d size=%d mtime=%d", schemaVersion, fi.Size(), fi.ModTime().UnixNano())
-}
-
 // storylineTables are the relations an import writes; events tables are
 // created for the fixed set but written only by canonical events sources.
 var storylineTables = Relations[:3]
@@ -304,18 +269,6 @@ func (s *Set) Pending(ctx context.Context, inputs []Input) ([]Input, error) {
 		}
 	}
 	return pending, nil
-}
-
-// Commit is what publishing did to one table.
-type Commit struct {
-	Relation string
-	// Snapshot is the id of the snapshot committed, 0 when the table
-	// already recorded every input (nothing committed).
-	Snapshot int64
-	// Inputs is the number of inputs whose rows the snapshot replaced.
-	Inputs int
-	// Attempts is how many times the commit was tried (>1 after conflicts).
-	Attempts int
 }
 
 // RowSource hands out a relation's rows of the inputs in keep (by _file_).

@@ -73,20 +73,6 @@ func TestEnsureRefusesAForeignTable(t *testing.T) {
 	}
 }
 
-func TestParseDest(t *testing.T) {
-	for in, want := range map[string]string{
-		"iceberg:/lake/catalog.db":        "/lake/catalog.db",
-		"iceberg:https://cat.example/api": "https://cat.example/api",
-		"/store":                          "",
-		"s3://bucket/iceberg:/x":          "",
-	} {
-		got, ok := ParseDest(in)
-		if ok != (want != "") || got != want {
-			t.Errorf("ParseDest(%q) = %q, %v", in, got, ok)
-		}
-	}
-}
-
 func TestRESTCatalogURIsCarryNoSecrets(t *testing.T) {
 	for _, uri := range []string{"https://user:pw@cat.example/api", "https://cat.example/api?token=x"} {
 		if _, err := Open(context.Background(), Target{Catalog: uri}); err == nil || strings.Contains(err.Error(), "pw") {

@@ -65,6 +65,9 @@ func serve(ctx context.Context, req icebergcmd.Request, resp *icebergcmd.Respons
 		}
 		resp.Commits, err = set.Publish(ctx, req.Inputs, iceberg.GenerationRows(g))
 		return err
+	case icebergcmd.OpFiles:
+		resp.Tables, err = set.Files(ctx)
+		return err
 	}
 	return errors.New("unknown operation " + req.Op)
 }

@@ -191,6 +191,7 @@ func TestImportIcebergShardsReimportAndChange(t *testing.T) {
 
 	importShards(t, 4, "import", src, "--to", cat)
 	check("shards")
+	pinned := checkMountEqualsFiles(t, cat, src)
 
 	set, err := iceberg.Open(context.Background(), target)
 	if err != nil {
@@ -225,6 +226,68 @@ func TestImportIcebergShardsReimportAndChange(t *testing.T) {
 		t.Fatalf("import after a change: exit %d\n%s%s", code, out, stderr)
 	}
 	check("changed")
+	if again := checkMountEqualsFiles(t, cat, src); again == pinned {
+		t.Fatalf("the mount still pins %s after a commit", pinned)
+	}
+}
+
+// mountQueries are compared between an Iceberg mount and the same inputs
+// mounted as files; _file_ is the one column that differs (a store's rows
+// carry the store's path, "."), so none of them selects it.
+var mountQueries = []string{
+	"SELECT count(*), count(DISTINCT session_id), sum(step_index) FROM %[1]s.steps",
+	"SELECT session_id, count(*) AS calls, count(DISTINCT function_name) FROM %[1]s.tool_calls GROUP BY ALL ORDER BY ALL",
+	"SELECT source, count(*), min(timestamp), max(timestamp) FROM %[1]s.steps GROUP BY ALL ORDER BY ALL",
+}
+
+// storeJoin follows the join rule (an equality on _file_). Over a store,
+// whose rows all carry the store's _file_, it matches runs and steps of
+// different inputs that share a session id, so it is compared with the
+// Storyline store of a plain import, which mounts the same way.
+const storeJoin = "SELECT session_id, r.agent_model_name, count(s.step_index) FROM %[1]s.runs r JOIN %[1]s.steps s USING (_file_, session_id) GROUP BY ALL ORDER BY ALL"
+
+// checkMountEqualsFiles runs mountQueries with `pchronicle query` over the
+// Iceberg table set mounted as a Dataset and over the input files, and
+// storeJoin over the mount and over a plain import's store, wanting the
+// same output; it checks the join rule and _file_ pruning on the mount and
+// returns the mount's pinned sources row.
+func checkMountEqualsFiles(t *testing.T, cat, src string) string {
+	t.Helper()
+	query := func(mount, q string) string {
+		t.Helper()
+		out, stderr, code := pc(t, "query", "--mount", "m="+mount, fmt.Sprintf(q, "m"), "--format", "csv")
+		if code != 0 {
+			t.Fatalf("%s over %s: %s", q, mount, stderr)
+		}
+		return out
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	if _, stderr, code := pc(t, "import", src, "--to", store); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, c := range append([][2]string{{storeJoin, store}}, func() (cs [][2]string) {
+		for _, q := range mountQueries {
+			cs = append(cs, [2]string{q, src})
+		}
+		return cs
+	}()...) {
+		ice, other := query(cat, c[0]), query(c[1], c[0])
+		if ice != other || strings.Count(ice, "\n") < 2 {
+			t.Errorf("%s\nIceberg mount:\n%s\n%s:\n%s", c[0], ice, c[1], other)
+		}
+	}
+	if _, stderr, code := pc(t, "query", "--mount", "lake="+cat, "SELECT count(*) FROM lake.runs r JOIN lake.steps s USING (session_id)"); code == 0 || !strings.Contains(stderr, "needs an equality on _file_") {
+		t.Fatalf("the join rule on the Iceberg mount: exit %d, %s", code, stderr)
+	}
+	out, stderr, code := pc(t, "query", "--mount", "lake="+cat, "--explain", "SELECT count(*) FROM lake.steps WHERE _file_ = 'elsewhere'")
+	if code != 0 || !strings.Contains(stderr+out, "1 skipped by _file_ pruning") {
+		t.Fatalf("_file_ pruning on the Iceberg mount: exit %d\n%s%s", code, out, stderr)
+	}
+	ref, stderr, code := pc(t, "query", "--mount", "lake="+cat, "SELECT revision_kind, snapshot_ref FROM lake.sources", "--format", "csv")
+	if code != 0 || !strings.Contains(ref, "iceberg_snapshots,runs=") {
+		t.Fatalf("sources of the Iceberg mount: exit %d\n%s%s", code, ref, stderr)
+	}
+	return ref
 }
 
 // importShards runs `args --shard I/n` for every I at once and fails on

@@ -354,3 +354,55 @@ func (s *Set) commit(ctx context.Context, rel string, inputs []Input, rows RowSo
 func conflict(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || strings.Contains(err.Error(), "requirement failed")
 }
+
+// Files returns, for each Storyline table, its current snapshot and that
+// snapshot's data files, for a Dataset to pin and read (local warehouses
+// only: the query engine reads the files in place). A table with delete
+// files, which this package never writes, is refused rather than read
+// wrong.
+func (s *Set) Files(ctx context.Context) (map[string]icebergcmd.TableFiles, error) {
+	out := map[string]icebergcmd.TableFiles{}
+	for _, rel := range storylineTables {
+		tbl, err := s.Table(ctx, rel)
+		if err != nil {
+			return nil, err
+		}
+		loc, ok := localPath(tbl.Location())
+		if !ok {
+			return nil, fmt.Errorf("iceberg: table %s.%s is at %s: only tables in a local warehouse can be mounted", s.Namespace(), rel, tbl.Location())
+		}
+		tf := icebergcmd.TableFiles{Location: loc}
+		if snap := tbl.CurrentSnapshot(); snap != nil {
+			tf.Snapshot = snap.SnapshotID
+			tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("iceberg: table %s.%s: %w", s.Namespace(), rel, err)
+			}
+			for _, task := range tasks {
+				if len(task.DeleteFiles) > 0 {
+					return nil, fmt.Errorf("iceberg: table %s.%s has delete files, which pchronicle does not apply", s.Namespace(), rel)
+				}
+				p, ok := localPath(task.File.FilePath())
+				if !ok {
+					return nil, fmt.Errorf("iceberg: table %s.%s: data file %s is not local", s.Namespace(), rel, task.File.FilePath())
+				}
+				tf.Files = append(tf.Files, p)
+				tf.Bytes += task.File.FileSizeBytes()
+			}
+			slices.Sort(tf.Files)
+		}
+		out[rel] = tf
+	}
+	return out, nil
+}
+
+// localPath turns a file:// location (or a plain path) into a local path.
+func localPath(loc string) (string, bool) {
+	if p, ok := strings.CutPrefix(loc, "file://"); ok {
+		return filepath.FromSlash(p), true
+	}
+	if strings.Contains(loc, "://") {
+		return "", false
+	}
+	return loc, filepath.IsAbs(loc)
+}

@@ -91,7 +91,16 @@ type Commit struct {
 const (
 	OpPending = "pending" // which Inputs some table does not record yet
 	OpPublish = "publish" // commit the staged Generation's rows of Inputs
+	OpFiles   = "files"   // the current snapshot and data files of each table
 )
+
+// TableFiles is one table's current snapshot, as a Dataset pins it.
+type TableFiles struct {
+	Snapshot int64    // 0 for a table without snapshots
+	Location string   // the table's directory (local warehouses only)
+	Files    []string // the snapshot's data files, local paths
+	Bytes    int64    // their total size
+}
 
 // Request is what pchronicle asks the helper.
 type Request struct {
@@ -103,8 +112,9 @@ type Request struct {
 
 // Response is the helper's answer: Error is set when it failed.
 type Response struct {
-	Pending   []Input  `json:",omitempty"`
-	Commits   []Commit `json:",omitempty"`
+	Pending   []Input               `json:",omitempty"`
+	Commits   []Commit              `json:",omitempty"`
+	Tables    map[string]TableFiles `json:",omitempty"` // OpFiles, by relation
 	Namespace string
 	Error     string `json:",omitempty"`
 }

@@ -368,7 +368,7 @@ func (s *Set) Files(ctx context.Context) (map[string]icebergcmd.TableFiles, erro
 			return nil, err
 		}
 		loc, ok := localPath(tbl.Location())
-		if !ok {
+		if !ok || filepath.Dir(filepath.Clean(loc)) == filepath.Clean(loc) {
 			return nil, fmt.Errorf("iceberg: table %s.%s is at %s: only tables in a local warehouse can be mounted", s.Namespace(), rel, tbl.Location())
 		}
 		tf := icebergcmd.TableFiles{Location: loc}
@@ -382,9 +382,12 @@ func (s *Set) Files(ctx context.Context) (map[string]icebergcmd.TableFiles, erro
 				if len(task.DeleteFiles) > 0 {
 					return nil, fmt.Errorf("iceberg: table %s.%s has delete files, which pchronicle does not apply", s.Namespace(), rel)
 				}
+				// Queries may read the table's directory and nothing else:
+				// a data file elsewhere (a hostile or foreign catalog) is
+				// refused, never added to what the sandbox allows.
 				p, ok := localPath(task.File.FilePath())
-				if !ok {
-					return nil, fmt.Errorf("iceberg: table %s.%s: data file %s is not local", s.Namespace(), rel, task.File.FilePath())
+				if !ok || !strings.HasPrefix(filepath.Clean(p), filepath.Clean(loc)+string(filepath.Separator)) {
+					return nil, fmt.Errorf("iceberg: table %s.%s: data file %s is not inside the table's local directory %s", s.Namespace(), rel, task.File.FilePath(), loc)
 				}
 				tf.Files = append(tf.Files, p)
 				tf.Bytes += task.File.FileSizeBytes()

@@ -24,8 +24,9 @@ if ! wait "$chromium"; then
 fi
 cat "$chromium_log" >&2
 
-# One binary for every package's end-to-end tests (testutil.Binary).
-go build -o "$bin/pchronicle" ./cmd/pchronicle
+# One binary for every package's end-to-end tests (testutil.Binary), with
+# the Iceberg helper that `import --to iceberg:` starts beside it.
+go build -o "$bin/" ./cmd/pchronicle ./cmd/pchronicle-iceberg
 export PCHRONICLE_TEST_BINARY="$bin/pchronicle"
 
 go vet ./...

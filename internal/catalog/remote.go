@@ -21,6 +21,7 @@ import (
 
 	"github.com/pchronicle/pchronicle/internal/fsx"
 	"github.com/pchronicle/pchronicle/internal/hugeheap"
+	"github.com/pchronicle/pchronicle/internal/icebergcmd"
 	"github.com/pchronicle/pchronicle/internal/jsonx"
 	"github.com/pchronicle/pchronicle/internal/objstore"
 	"github.com/pchronicle/pchronicle/internal/store/events"
@@ -33,6 +34,11 @@ const maxManifestBytes = 64 << 20
 
 // checkMountURI validates a mount URI without touching storage.
 func checkMountURI(uri string) error {
+	if ref, ok := icebergcmd.ParseDest(uri); ok { // a SQLite catalog: a local path, #namespace
+		cat, _, _ := strings.Cut(ref, "#")
+		_, err := LocalPath(cat)
+		return err
+	}
 	if objstore.IsRemote(uri) {
 		_, err := objstore.ParseURI(uri)
 		return err
@@ -45,6 +51,9 @@ func checkMountURI(uri string) error {
 // whose Bucket the Snapshot keeps (and closes) for late reads. root is the
 // Dataset root as shown: an absolute path or the redacted URI.
 func discoverMount(ctx context.Context, snap *Snapshot, m DatasetMount, opts Options) (root string, found []*DiscoveredSource, err error) {
+	if ref, ok := icebergcmd.ParseDest(m.URI); ok { // iceberg.go
+		return discoverIceberg(ctx, ref)
+	}
 	if !objstore.IsRemote(m.URI) {
 		root, _ = LocalPath(m.URI) // validated by ValidateMounts
 		found, err = discover(ctx, root, opts, snap.progress, m.Filter)

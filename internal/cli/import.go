@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -14,8 +15,10 @@ import (
 	"github.com/pchronicle/pchronicle/internal/config"
 	"github.com/pchronicle/pchronicle/internal/format"
 	"github.com/pchronicle/pchronicle/internal/format/openhands"
+	"github.com/pchronicle/pchronicle/internal/icebergcmd"
 	"github.com/pchronicle/pchronicle/internal/ingest"
 	"github.com/pchronicle/pchronicle/internal/model"
+	"github.com/pchronicle/pchronicle/internal/shard"
 	"github.com/pchronicle/pchronicle/internal/store/storyline"
 )
 
@@ -32,6 +35,9 @@ type importOptions struct {
 	detection int64
 	jobs      int
 	config    string // [remote --to] config file resolving a @pin DEST
+	shard     string // I/N: import only this part of the inputs (docs/scale-out.md)
+	modeSet   bool   // --mode was given
+	iceberg   icebergOptions
 }
 
 func init() {
@@ -60,6 +66,15 @@ id kept in original_session_id, so (_file_, session_id) stays unique.
 whose rows replace any earlier rows of the same input.
 The same inputs always give the same rows.
 
+--to iceberg:PATH.db (a SQL catalog in a SQLite file) or iceberg:https://...
+(a REST catalog) publishes the rows as Apache Iceberg tables instead; each
+input replaces only its own rows, and inputs already published at their
+current version are skipped (docs/scale-out.md).
+
+--shard I/N imports only the inputs whose _file_ hashes to part I of N
+(0-based), so N processes given the same SRCs import disjoint parts whose
+union is the whole import; see docs/scale-out.md.
+
 A file no format recognizes is not a trajectory: it is skipped, never a
 failure, and one line on stderr counts such files (pchronicle ls --detect says
 why each was not recognized). --errors strict (default): the first unreadable
@@ -69,6 +84,7 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
   pchronicle import a.jsonl b/ --to ./store --mode append --errors report`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				o.modeSet = cmd.Flags().Changed("mode")
 				return runImport(cmd.Context(), e, o, args)
 			},
 		}
@@ -78,7 +94,9 @@ stderr with its reason, contributes no rows, and the rest is imported.`,
 		f.StringVar(&o.errors, "errors", errorsStrict, "error policy: strict (stop, publish nothing) or report (list bad files, import the rest)")
 		f.Int64Var(&o.detection, "max-detection-bytes", format.DefaultMaxDetectionBytes, "bytes read from each file to detect its format")
 		f.IntVar(&o.jobs, "jobs", runtime.GOMAXPROCS(0), "files normalized in parallel")
+		f.StringVar(&o.shard, "shard", "", "import only part I of N of the inputs (I/N, 0-based), split by a hash of _file_")
 		f.StringVarP(&o.config, "config", "c", config.DefaultPath(), "config file with [pins.<name>] (for --to @name)") // [remote --to]
+		o.iceberg.flags(f)
 		cmd.MarkFlagRequired("to")
 		return cmd
 	})
@@ -110,6 +128,10 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 	if err := validErrors(o.errors); err != nil {
 		return err
 	}
+	part, err := shard.Parse(o.shard)
+	if err != nil {
+		return err
+	}
 	var failures []error
 	inputs, err := importInputs(ctx, args, func(err error) error {
 		if o.errors == errorsStrict {
@@ -119,6 +141,12 @@ func runImport(ctx context.Context, e *env, o *importOptions, args []string) err
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	inputs = slices.DeleteFunc(inputs, func(in importInput) bool { return !part.Holds(in.file) })
+	if ref, ok := icebergcmd.ParseDest(o.to); ok {
+		return runIcebergImport(ctx, e, o, ref, inputs, failures)
+	} else if err := o.iceberg.unused(); err != nil {
 		return err
 	}
 	// [remote --to] An object-store DEST (URI or @pin) is imported into a

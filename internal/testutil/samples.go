@@ -120,7 +120,8 @@ func Binary(t testing.TB) string {
 		}
 		binDir = dir
 		binPath = filepath.Join(dir, "pchronicle")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/pchronicle")
+		// With the Iceberg helper, which the binary finds beside itself.
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/pchronicle", "./cmd/pchronicle-iceberg")
 		cmd.Dir = RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: string(out)}

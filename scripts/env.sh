@@ -4,7 +4,8 @@
 export CGO_ENABLED=1
 # duckdb_arrow builds DuckDB's Arrow interface, which columnar results use
 # (internal/engine/arrow.go).
-export GOFLAGS="${GOFLAGS:--buildvcs=false -tags=duckdb_arrow}"
+# Added to any GOFLAGS of the caller's, whose own settings are kept.
+export GOFLAGS="${GOFLAGS:--buildvcs=false} -tags=duckdb_arrow"
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH="/usr/local/go/bin:$PATH"
 fi

@@ -51,14 +51,19 @@ func TestInspectJSONHasRunColumnsAndWarnings(t *testing.T) {
 			}
 		}
 	}
-	// The samples hold 385 Storylines, counted per file by each adapter's
+	// The samples hold 415 Storylines, counted per file by each adapter's
 	// figure tests (each counted from the document by its format's rules):
-	// ATIF 10 (the multiagent file's embedded child included), OpenAI 318
+	// ATIF 10 (the multiagent file's embedded child included), OpenAI 319
 	// (Glaive 300 records, harbor traces 7 + 2 episodes, cookbook 5, fast-agent
-	// 2, Codex 2), Inspect 30 (samples × epochs: 15 + 6 + 4 + 2 + 1 + 1 + 1),
-	// Aider 13 sections, Gemini CLI 1, OpenHands 7, SWE-agent 5, ACTF 1.
-	if n != 385 {
-		t.Fatalf("%d Storylines, want 385", n)
+	// 2, the Codex rollout 1, the two Amp threads read as wrapped histories),
+	// Inspect 30 (samples × epochs: 15 + 6 + 4 + 2 + 1 + 1 + 1), Aider 13
+	// sections, Gemini CLI 1, OpenHands 7, SWE-agent 5, ACTF 1, τ-bench 19
+	// (τ-bench 1, τ² results 3 + 12, voice simulations 3), Langfuse 7
+	// (1 + 2 + 4), Pi 2, Qwen Code 1. The OpenHands V1 conversation
+	// directories are one source only in a Dataset and an import; inspect
+	// reads their member files, none of which is a trajectory alone.
+	if n != 415 {
+		t.Fatalf("%d Storylines, want 415", n)
 	}
 }
 

@@ -46,21 +46,27 @@ func generationRows(g *storyline.Generation, rel string, keep map[string]bool) (
 	if err != nil {
 		return nil, err
 	}
+	// Each row keeps its input as _file_, so (_file_, session_id) is unique
+	// with the ids the inputs gave: the ids a generation qualified because
+	// two of its inputs shared one are restored (they would depend on which
+	// inputs one import, or one shard, held).
+	ids := g.InputIDs()
 	var rows iter.Seq2[arrow.RecordBatch, error]
 	switch rel {
 	case model.RelRuns:
-		rows = batches[model.Run](g.Path(rel), sc, keep, func(r *model.Run) string { return r.File })
+		rows = batches(g.Path(rel), sc, keep, func(r *model.Run) string { ids.Run(r); return r.File })
 	case model.RelSteps:
-		rows = batches[model.Step](g.Path(rel), sc, keep, func(r *model.Step) string { return r.File })
+		rows = batches(g.Path(rel), sc, keep, func(r *model.Step) string { ids.Step(r); return r.File })
 	case model.RelToolCalls:
-		rows = batches[model.ToolCall](g.Path(rel), sc, keep, func(r *model.ToolCall) string { return r.File })
+		rows = batches(g.Path(rel), sc, keep, func(r *model.ToolCall) string { ids.ToolCall(r); return r.File })
 	default:
 		return nil, fmt.Errorf("iceberg: an import has no %s rows", rel)
 	}
 	return array.ReaderFromIter(sc, rows), nil
 }
 
-// batches streams the rows of one Parquet file of T whose _file_ is in keep.
+// batches streams the rows of one Parquet file of T whose _file_ is in keep;
+// file returns a row's _file_ after restoring its input's ids.
 func batches[T any](path string, sc *arrow.Schema, keep map[string]bool, file func(*T) string) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		f, err := os.Open(path)

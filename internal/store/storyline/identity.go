@@ -222,6 +222,24 @@ func restorer(m *Manifest) *renamer {
 	return rn
 }
 
+// InputIDs undoes a generation's renames: its methods give a row read from
+// the generation the session ids its input gave. A table that keeps each
+// row's input as its _file_ (Iceberg tables) needs no qualified ids, and
+// must not depend on which inputs one import happened to hold (a shard's).
+type InputIDs struct{ rn *renamer }
+
+// InputIDs returns the renames of g to undo.
+func (g *Generation) InputIDs() InputIDs { return InputIDs{restorer(&g.Manifest)} }
+
+// Run restores a run row's ids.
+func (in InputIDs) Run(r *model.Run) { in.rn.run(r) }
+
+// Step restores a step row's id.
+func (in InputIDs) Step(r *model.Step) { in.rn.step(r) }
+
+// ToolCall restores a tool call row's id.
+func (in InputIDs) ToolCall(r *model.ToolCall) { in.rn.call(r) }
+
 // CheckSessions reports, for a generation written before session ids were
 // made unique (format version 1), whether two of its inputs gave the same
 // session id: such a store would answer joins on (_file_, session_id) with

@@ -123,7 +123,11 @@ func CheckTarget(dir string) error {
 	var foreign []string
 	for _, e := range entries {
 		name := e.Name()
-		if name == lockFile || strings.HasPrefix(name, tmpPrefix) || (e.IsDir() && strings.HasPrefix(name, genPrefix)) {
+		// What a store's writers leave while they work: the lock, a
+		// generation being built, and CURRENT being replaced (fsx's
+		// temporary name) by a concurrent first import.
+		if name == lockFile || strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, "."+CurrentFile+".tmp-") ||
+			(e.IsDir() && strings.HasPrefix(name, genPrefix)) {
 			continue
 		}
 		if e.IsDir() {

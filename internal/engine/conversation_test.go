@@ -137,7 +137,9 @@ func TestBaseStateThatIsNotAConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(res.Rows) != "[[0]]" || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "game: ") || !strings.Contains(res.Warnings[0], "not an OpenHands conversation state") {
+	// One summary line, as for every file that is not a trajectory; ls
+	// --detect gives the reason.
+	if fmt.Sprint(res.Rows) != "[[0]]" || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "1 file is not a trajectory: game;") || !strings.Contains(res.Warnings[0], "ls --detect") {
 		t.Fatalf("rows %v, warnings %q", res.Rows, res.Warnings)
 	}
 }

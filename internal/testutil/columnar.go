@@ -104,14 +104,6 @@ func ReadColumnar(t testing.TB, format string, data []byte) Columnar {
 		row := make([]any, len(vals))
 		for i, v := range vals {
 			row[i] = jsonValue(v)
-			// A JSON column, or a model column holding JSON text, is a JSON
-			// value in pchronicle's JSON output.
-			if s, ok := row[i].(string); ok && (out.Types[i] == "JSON" || model.IsJSONColumn(out.Columns[i])) {
-				var v any
-				if json.Unmarshal([]byte(s), &v) == nil {
-					row[i] = v
-				}
-			}
 		}
 		b, err := json.Marshal(row)
 		if err != nil {
@@ -171,4 +163,34 @@ func jsonValue(v any) any {
 		}
 	}
 	return v
+}
+
+// JSONColumnsAsValues renders the JSON columns of c's rows (DuckDB's JSON
+// type, or a model column that holds JSON text) as the JSON values they
+// hold, as the CLI's json output writes them; the HTTP API keeps them as
+// text.
+func JSONColumnsAsValues(t testing.TB, c Columnar) Columnar {
+	t.Helper()
+	out := c
+	out.Rows = make([]string, len(c.Rows))
+	for r, line := range c.Rows {
+		var row []any
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range row {
+			if s, ok := v.(string); ok && (c.Types[i] == "JSON" || model.IsJSONColumn(c.Columns[i])) {
+				var parsed any
+				if json.Unmarshal([]byte(s), &parsed) == nil {
+					row[i] = parsed
+				}
+			}
+		}
+		b, err := json.Marshal(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Rows[r] = string(b)
+	}
+	return out
 }

@@ -19,18 +19,24 @@ CACHE=${PCHRONICLE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pchronicle/test-
 TOOLS="$PWD/.tools"
 mkdir -p "$CACHE" "$TOOLS/bin"
 
-# cached NAME VERSION INSTALL... runs INSTALL DIR once into a temporary
-# directory and renames it to $CACHE/NAME-VERSION, so an interrupted
-# install never looks complete.
+# cached NAME VERSION FILE INSTALL... runs INSTALL DIR once into a
+# temporary directory and renames it to $CACHE/NAME-VERSION once the install
+# succeeded and left FILE (relative to DIR), so a failed or interrupted
+# install never looks complete. It runs inside $(...), where set -e does
+# not reach: every failure is checked.
 cached() {
-  local name=$1 version=$2 dir="$CACHE/$1-$2"
-  shift 2
-  if [ ! -d "$dir" ]; then
+  local name=$1 version=$2 file=$3 dir="$CACHE/$1-$2"
+  shift 3
+  if [ ! -e "$dir/$file" ]; then
     echo "install-test-servers: $name $version" >&2
     local tmp
-    tmp=$(mktemp -d "$CACHE/.tmp-$name-XXXXXX")
-    "$@" "$tmp" >&2
-    mv -T "$tmp" "$dir"
+    tmp=$(mktemp -d "$CACHE/.tmp-$name-XXXXXX") || return 1
+    if ! "$@" "$tmp" >&2 || [ ! -e "$tmp/$file" ]; then
+      rm -rf "$tmp"
+      echo "install-test-servers: installing $name $version failed" >&2
+      return 1
+    fi
+    rm -rf "$dir" && mv -T "$tmp" "$dir" || return 1
   fi
   echo "$dir"
 }
@@ -38,13 +44,13 @@ cached() {
 go_install() { GOBIN="$2" CGO_ENABLED=0 go install "$1"; }
 npm_install() { npm install --prefix "$2" --no-audit --no-fund --loglevel=error "$1"; }
 
-dir=$(cached versitygw "$VERSITYGW_VERSION" go_install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
+dir=$(cached versitygw "$VERSITYGW_VERSION" versitygw go_install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
 ln -sfn "$dir/versitygw" "$TOOLS/bin/versitygw"
-dir=$(cached fake-gcs-server "$FAKEGCS_VERSION" go_install "github.com/fsouza/fake-gcs-server@$FAKEGCS_VERSION")
+dir=$(cached fake-gcs-server "$FAKEGCS_VERSION" fake-gcs-server go_install "github.com/fsouza/fake-gcs-server@$FAKEGCS_VERSION")
 ln -sfn "$dir/fake-gcs-server" "$TOOLS/bin/fake-gcs-server"
 
 command -v npm >/dev/null 2>&1 || { echo "install-test-servers: npm is required for Azurite" >&2; exit 1; }
-dir=$(cached azurite "$AZURITE_VERSION" npm_install "azurite@$AZURITE_VERSION")
+dir=$(cached azurite "$AZURITE_VERSION" node_modules/.bin/azurite-blob npm_install "azurite@$AZURITE_VERSION")
 # (.tools/azurite was a directory of its own before the cache)
 [ -L "$TOOLS/azurite" ] || rm -rf "$TOOLS/azurite"
 ln -sfn "$dir" "$TOOLS/azurite.tmp"

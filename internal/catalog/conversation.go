@@ -184,18 +184,13 @@ func eventNumber(name string) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// GroupConversations is groupConversations for the files PeripheralFiles
-// lists: pchronicle import reads each conversation directory as one input,
-// as a Dataset does (its Revision is a *ConversationRevision).
-func GroupConversations(found []*DiscoveredSource) []*DiscoveredSource {
-	return groupConversations(found)
-}
-
-// groupConversations replaces each conversation directory's member files
+// GroupConversations replaces each conversation directory's member files
 // with one source for the directory, at the place of its base_state.json,
 // keeping the order of the others. It runs after the walk pinned every
-// file, and groups only files pinned locally.
-func groupConversations(found []*DiscoveredSource) []*DiscoveredSource {
+// file, and groups only files pinned locally: a Snapshot's discovery calls
+// it, and pchronicle import on the files PeripheralFiles lists (the
+// directory's Revision is a *ConversationRevision).
+func GroupConversations(found []*DiscoveredSource) []*DiscoveredSource {
 	states := map[string]*DiscoveredSource{} // conversation directory → its base_state.json
 	for _, s := range found {
 		if _, local := s.Revision.(*FileRevision); s.Kind == KindFile && local && path.Base(s.File) == conversationState {

@@ -190,7 +190,7 @@ func Build(ctx context.Context, mounts []DatasetMount, opts Options, buildOpts .
 			snap.Close()
 			return nil, fmt.Errorf("Dataset %s: %w", m.NamespacePath(), err)
 		}
-		found = groupConversations(pairTrials(found))
+		found = GroupConversations(pairTrials(found))
 		ds := &Dataset{Mount: m, Root: root}
 		for _, d := range found {
 			d.FormatHint = m.FormatHint
